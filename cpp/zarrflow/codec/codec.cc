@@ -1,0 +1,31 @@
+#include "zarrflow/codec/codec.h"
+
+namespace zarrflow {
+
+std::int64_t ChunkSpec::num_elements() const {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;  // bounded at metadata validation time
+  return n;
+}
+
+Status ArrayToBytesCodec::partial_decode_into(const ByteReader&, const ChunkSpec&,
+                                              const Selection&, const StridedView&,
+                                              const DecodeContext&, bool&) const {
+  return internal_error(name() + " does not support partial reads");
+}
+
+Status BytesToBytesCodec::decode_into(ConstByteSpan in, ByteSpan out) const {
+  Buffer scratch;
+  ZF_ASSIGN_OR_RETURN(ConstByteSpan decoded, decode(in, out.size(), scratch));
+  ZF_RETURN_IF_ERROR(check_decoded_size(name(), decoded.size(), out.size()));
+  if (!decoded.empty()) std::copy(decoded.begin(), decoded.end(), out.begin());
+  return {};
+}
+
+Status check_decoded_size(std::string_view codec, std::size_t actual, std::size_t expected) {
+  if (actual == expected) return {};
+  return corrupt_data(std::string(codec) + ": decoded " + std::to_string(actual) +
+                      " bytes, expected " + std::to_string(expected));
+}
+
+}  // namespace zarrflow

@@ -1,0 +1,152 @@
+#include "zarrflow/codec/codec_chain.h"
+
+#include <nlohmann/json.hpp>
+
+#include "zarrflow/codec/registry.h"
+
+namespace zarrflow {
+
+Result<CodecChain> CodecChain::from_v3_json(const nlohmann::json& codecs, const ChunkSpec& spec) {
+  if (!codecs.is_array()) return invalid_metadata("'codecs' must be an array, got " + codecs.dump());
+  std::vector<std::shared_ptr<const Codec>> built;
+  ChunkSpec current = spec;
+  for (std::size_t i = 0; i < codecs.size(); ++i) {
+    const auto& c = codecs[i];
+    std::string name;
+    nlohmann::json cfg = nlohmann::json::object();
+    if (c.is_string()) {
+      name = c.get<std::string>();
+    } else if (c.is_object() && c.contains("name") && c["name"].is_string()) {
+      name = c["name"].get<std::string>();
+      for (const auto& [k, v] : c.items()) {
+        if (k == "name") continue;
+        if (k == "configuration") {
+          if (!v.is_object() && !v.is_null())
+            return invalid_metadata("codec '" + name + "': 'configuration' must be an object");
+          if (v.is_object()) cfg = v;
+        } else if (k == "must_understand") {
+          if (!v.is_boolean()) return invalid_metadata("codec '" + name + "': 'must_understand' must be a boolean");
+        } else {
+          return invalid_metadata("codec '" + name + "': unknown member '" + k + "'");
+        }
+      }
+    } else {
+      return invalid_metadata("codecs[" + std::to_string(i) +
+                              "] must be a name or an object with a 'name', got " + c.dump());
+    }
+    ZF_ASSIGN_OR_RETURN(auto codec, CodecRegistry::v3().create(name, cfg, current));
+    if (codec->kind() == CodecKind::kArrayToArray)
+      current = static_cast<const ArrayToArrayCodec&>(*codec).encoded_spec(current);
+    built.push_back(std::move(codec));
+  }
+  return from_codecs(std::move(built), spec);
+}
+
+Result<CodecChain> CodecChain::from_codecs(std::vector<std::shared_ptr<const Codec>> codecs,
+                                           const ChunkSpec& spec) {
+  CodecChain chain;
+  chain.spec_ = spec;
+  ChunkSpec current = spec;
+  for (auto& c : codecs) {
+    switch (c->kind()) {
+      case CodecKind::kArrayToArray:
+        if (chain.a2b_)
+          return invalid_metadata("codec '" + c->name() +
+                                  "' (array→array) comes after the array→bytes codec");
+        chain.a2a_.push_back(std::static_pointer_cast<const ArrayToArrayCodec>(c));
+        current = chain.a2a_.back()->encoded_spec(current);
+        break;
+      case CodecKind::kArrayToBytes:
+        if (chain.a2b_)
+          return invalid_metadata("more than one array→bytes codec ('" + chain.a2b_->name() +
+                                  "' and '" + c->name() + "')");
+        chain.a2b_ = std::static_pointer_cast<const ArrayToBytesCodec>(c);
+        chain.a2b_spec_ = current;
+        break;
+      case CodecKind::kBytesToBytes:
+        if (!chain.a2b_)
+          return invalid_metadata("codec '" + c->name() +
+                                  "' (bytes→bytes) comes before the array→bytes codec");
+        chain.b2b_.push_back(std::static_pointer_cast<const BytesToBytesCodec>(c));
+        break;
+    }
+  }
+  if (!chain.a2b_) return invalid_metadata("no array→bytes codec (such as 'bytes') in 'codecs'");
+  return chain;
+}
+
+bool CodecChain::supports_partial_read() const {
+  return b2b_.empty() && a2b_->supports_partial_read();
+}
+
+std::optional<std::int64_t> CodecChain::encoded_size() const {
+  auto size = a2b_->encoded_size(a2b_spec_);
+  for (const auto& c : b2b_) {
+    if (!size) return std::nullopt;
+    size = c->encoded_size(*size);
+  }
+  return size;
+}
+
+bool CodecChain::is_identity() const {
+  return a2a_.empty() && b2b_.empty() && a2b_->is_native_layout(a2b_spec_) &&
+         a2b_->encoded_size(a2b_spec_) == a2b_spec_.nbytes();
+}
+
+std::string CodecChain::describe() const {
+  std::string s;
+  auto add = [&](const Codec& c) { s += (s.empty() ? "" : " | ") + c.describe(); };
+  for (const auto& c : a2a_) add(*c);
+  add(*a2b_);
+  for (const auto& c : b2b_) add(*c);
+  return s;
+}
+
+Status CodecChain::decode_into(ConstByteSpan stored, const Selection& sel,
+                               const StridedView& dest, const DecodeContext& ctx) const {
+  Selection s = sel;
+  StridedView d = dest;
+  for (const auto& c : a2a_) c->to_encoded(s, d);
+  if (b2b_.empty()) return a2b_->decode_into(stored, a2b_spec_, s, d, ctx);
+
+  const auto fixed = a2b_->encoded_size(a2b_spec_);
+  Buffer scratch[2];
+  ConstByteSpan cur = stored;
+  const std::size_t n = b2b_.size();
+  // Decompress straight into the destination when it is the chunk's dense native layout.
+  const bool direct = fixed && a2b_->is_native_layout(a2b_spec_) && s.is_full(a2b_spec_.shape) &&
+                      d.is_c_contiguous(a2b_spec_.dtype.size);
+  for (std::size_t i = n; i-- > 1;) {
+    Buffer& out = scratch[i % 2];
+    ZF_ASSIGN_OR_RETURN(cur, b2b_[i]->decode(cur, std::nullopt, out));
+  }
+  if (direct) return b2b_[0]->decode_into(cur, ByteSpan(d.data, static_cast<std::size_t>(*fixed)));
+  Buffer& last = scratch[0];
+  if (fixed) last = ctx.acquire(static_cast<std::size_t>(*fixed));
+  ZF_ASSIGN_OR_RETURN(cur, b2b_[0]->decode(cur, fixed ? std::optional<std::size_t>(*fixed)
+                                                      : std::nullopt, last));
+  return a2b_->decode_into(cur, a2b_spec_, s, d, ctx);
+}
+
+Status CodecChain::partial_decode_into(const ByteReader& reader, const Selection& sel,
+                                       const StridedView& dest, const DecodeContext& ctx,
+                                       bool& found) const {
+  if (supports_partial_read()) {
+    Selection s = sel;
+    StridedView d = dest;
+    for (const auto& c : a2a_) c->to_encoded(s, d);
+    return a2b_->partial_decode_into(reader, a2b_spec_, s, d, ctx, found);
+  }
+  ZF_ASSIGN_OR_RETURN(auto size, reader.size());
+  found = size.has_value();
+  if (!found) return {};
+  const ByteRange all = ByteRange::of(0, *size);
+  ZF_ASSIGN_OR_RETURN(auto parts, reader.read({&all, 1}));
+  if (!parts) {
+    found = false;
+    return {};
+  }
+  return decode_into((*parts)[0].span(), sel, dest, ctx);
+}
+
+}  // namespace zarrflow

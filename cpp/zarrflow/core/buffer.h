@@ -1,0 +1,89 @@
+// Owned byte buffers and the pool that recycles them.
+//
+// Buffer: move-only, 64-byte aligned host memory with a size (bytes in use) and a capacity. A
+// buffer taken from a BufferPool goes back to that pool when destroyed, so steady-state reads of
+// same-sized chunks allocate nothing (and, for multi-MB chunks, take no page faults).
+// Thread-safety: a Buffer is owned by one thread at a time; BufferPool is thread-safe and must
+// outlive every buffer it handed out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace zarrflow {
+
+using ByteSpan = std::span<std::byte>;
+using ConstByteSpan = std::span<const std::byte>;
+
+class BufferPool;
+
+class Buffer {
+ public:
+  Buffer() = default;
+  // Uninitialised buffer of `size` bytes (throws std::bad_alloc like any container).
+  explicit Buffer(std::size_t size);
+  static Buffer copy_of(ConstByteSpan bytes);
+
+  Buffer(Buffer&& o) noexcept { swap(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    Buffer tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  [[nodiscard]] std::byte* data() { return data_; }
+  [[nodiscard]] const std::byte* data() const { return data_; }
+  [[nodiscard]] std::size_t size() const { return size_; }
+  [[nodiscard]] std::size_t capacity() const { return capacity_; }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  [[nodiscard]] ByteSpan span() { return {data_, size_}; }
+  [[nodiscard]] ConstByteSpan span() const { return {data_, size_}; }
+
+  // Sets the size; grows capacity (keeping contents) when needed.
+  void resize(std::size_t size);
+  // Drops the first `n` bytes from view without moving memory (used to strip a read's padding).
+  void trim_front(std::size_t n);
+
+  void swap(Buffer& o) noexcept;
+
+ private:
+  friend class BufferPool;
+  std::byte* alloc_ = nullptr;  // start of the allocation
+  std::byte* data_ = nullptr;   // start of the visible bytes (alloc_ unless trim_front was used)
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;    // bytes from data_ to the end of the allocation
+  BufferPool* pool_ = nullptr;  // where the allocation returns to, or null
+};
+
+// A free list of host buffers keyed by capacity. Buffers larger than `max_cached_bytes` in total
+// are freed instead of cached, so the pool's footprint stays bounded.
+class BufferPool {
+ public:
+  explicit BufferPool(std::size_t max_cached_bytes = std::size_t{1} << 30)
+      : max_cached_bytes_(max_cached_bytes) {}
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // A buffer with size() == size and capacity() >= size; contents are uninitialised.
+  Buffer acquire(std::size_t size);
+
+  [[nodiscard]] std::size_t cached_bytes() const;
+
+ private:
+  friend class Buffer;
+  void release(std::byte* alloc, std::size_t capacity);
+
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::size_t, std::byte*>> free_;  // (capacity, allocation)
+  std::size_t cached_bytes_ = 0;
+  std::size_t max_cached_bytes_;
+};
+
+}  // namespace zarrflow

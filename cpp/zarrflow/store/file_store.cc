@@ -1,0 +1,286 @@
+#include "zarrflow/store/file_store.h"
+
+#include "zarrflow/store/byte_reader.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+namespace zarrflow {
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+long sys_openat2(int dirfd, const char* path, int flags) {
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+class FdGuard {
+ public:
+  explicit FdGuard(int fd) : fd_(fd) {}
+  ~FdGuard() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FdGuard(const FdGuard&) = delete;
+  FdGuard& operator=(const FdGuard&) = delete;
+  [[nodiscard]] int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Reads exactly n bytes at offset; returns the count actually read (short only at EOF).
+Result<std::size_t> pread_full(int fd, std::byte* dst, std::size_t n, std::uint64_t offset,
+                               const std::string& what) {
+  std::size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd, dst + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return io_error(what + ": read failed: " + errno_text(errno));
+    }
+    if (r == 0) break;
+    done += static_cast<std::size_t>(r);
+  }
+  return done;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<FileStore>> FileStore::open(const std::string& root) {
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return not_found("no such directory '" + root + "'");
+    if (err == ENOTDIR) return not_found("'" + root + "' is not a directory");
+    return io_error("cannot open '" + root + "': " + errno_text(err));
+  }
+  char real[PATH_MAX];
+  if (::realpath(root.c_str(), real) == nullptr) {
+    ::close(fd);
+    return io_error("cannot resolve '" + root + "': " + errno_text(errno));
+  }
+  return std::shared_ptr<FileStore>(new FileStore(root, real, fd));
+}
+
+FileStore::FileStore(std::string root, std::string real_root, int root_fd)
+    : root_(std::move(root)), real_root_(std::move(real_root)), root_fd_(root_fd),
+      pool_(std::size_t{256} << 20) {
+  long probe = sys_openat2(root_fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  have_openat2_ = probe >= 0;
+  if (probe >= 0) ::close(static_cast<int>(probe));
+}
+
+FileStore::~FileStore() { ::close(root_fd_); }
+
+std::string FileStore::describe_key(std::string_view key) const {
+  return join_key(root_, key);
+}
+
+Result<int> FileStore::open_key(std::string_view key, int flags) const {
+  ZF_RETURN_IF_ERROR(validate_key(key, /*allow_empty=*/true));
+  const std::string k = key.empty() ? "." : std::string(key);
+  int fd = -1;
+  if (have_openat2_) {
+    long r = sys_openat2(root_fd_, k.c_str(), flags | O_CLOEXEC);
+    if (r < 0) {
+      const int err = errno;
+      if (err == ENOENT || err == ENOTDIR) return -1;
+      if (err == EXDEV || err == ELOOP)
+        return path_escape(describe_key(key) + " resolves to a location outside the store root");
+      return io_error(describe_key(key) + ": cannot open: " + errno_text(err));
+    }
+    fd = static_cast<int>(r);
+  } else {
+    // Fallback: resolve the real path and require it to stay below the real root.
+    const std::string full = real_root_ + "/" + k;
+    char real[PATH_MAX];
+    if (::realpath(full.c_str(), real) == nullptr) {
+      const int err = errno;
+      if (err == ENOENT || err == ENOTDIR) return -1;
+      return io_error(describe_key(key) + ": cannot resolve: " + errno_text(err));
+    }
+    std::string_view rv(real);
+    if (!(rv == real_root_ ||
+          (rv.size() > real_root_.size() && rv.substr(0, real_root_.size()) == real_root_ &&
+           rv[real_root_.size()] == '/')))
+      return path_escape(describe_key(key) + " resolves to '" + std::string(rv) +
+                         "', outside the store root");
+    fd = ::open(real, flags | O_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      if (err == ENOENT || err == ENOTDIR) return -1;
+      return io_error(describe_key(key) + ": cannot open: " + errno_text(err));
+    }
+  }
+  return fd;
+}
+
+Result<std::optional<Buffer>> FileStore::get(std::string_view key) const {
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  if (raw_fd < 0) return std::optional<Buffer>();
+  FdGuard fd(raw_fd);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) return std::optional<Buffer>();
+  Buffer b = pool_.acquire(static_cast<std::size_t>(st.st_size));
+  ZF_ASSIGN_OR_RETURN(std::size_t n, pread_full(fd.get(), b.data(), b.size(), 0, describe_key(key)));
+  b.resize(n);  // a file that shrank under us reads short; codecs then report the size mismatch
+  return std::optional<Buffer>(std::move(b));
+}
+
+Result<std::optional<std::vector<Buffer>>> FileStore::get_ranges(
+    std::string_view key, std::span<const ByteRange> ranges) const {
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  if (raw_fd < 0) return std::optional<std::vector<Buffer>>();
+  FdGuard fd(raw_fd);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) return std::optional<std::vector<Buffer>>();
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  std::vector<Buffer> out;
+  out.reserve(ranges.size());
+  for (const auto& r : ranges) {
+    ZF_ASSIGN_OR_RETURN(ByteRange abs, resolve_range(r, size, describe_key(key)));
+    Buffer b = pool_.acquire(abs.length);
+    ZF_ASSIGN_OR_RETURN(std::size_t n,
+                        pread_full(fd.get(), b.data(), abs.length, abs.offset, describe_key(key)));
+    if (n != abs.length)
+      return corrupt_data(describe_key(key) + ": short read of " + abs.to_string());
+    out.push_back(std::move(b));
+  }
+  return std::optional(std::move(out));
+}
+
+Result<bool> FileStore::read_exact(std::string_view key, ByteSpan dst) const {
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  if (raw_fd < 0) return false;
+  FdGuard fd(raw_fd);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) return false;
+  if (static_cast<std::uint64_t>(st.st_size) != dst.size())
+    return corrupt_data(describe_key(key) + " has " + std::to_string(st.st_size) +
+                        " bytes, expected " + std::to_string(dst.size()));
+  ZF_ASSIGN_OR_RETURN(std::size_t n, pread_full(fd.get(), dst.data(), dst.size(), 0, describe_key(key)));
+  if (n != dst.size())
+    return corrupt_data(describe_key(key) + ": short read (" + std::to_string(n) + " of " +
+                        std::to_string(dst.size()) + " bytes)");
+  return true;
+}
+
+Result<std::optional<std::uint64_t>> FileStore::size(std::string_view key) const {
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  if (raw_fd < 0) return std::optional<std::uint64_t>();
+  FdGuard fd(raw_fd);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) return std::optional<std::uint64_t>();
+  return std::optional(static_cast<std::uint64_t>(st.st_size));
+}
+
+namespace {
+
+// Walks the directory open as `dir_fd` (consumed), appending files under `prefix`.
+Status walk(int dir_fd, const std::string& prefix, std::vector<ListEntry>& out,
+            const std::string& what) {
+  DIR* d = ::fdopendir(dir_fd);
+  if (d == nullptr) {
+    ::close(dir_fd);
+    return io_error(what + ": cannot list: " + errno_text(errno));
+  }
+  Status status;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name(e->d_name);
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    if (::fstatat(::dirfd(d), e->d_name, &st, 0) != 0) continue;  // dangling link: skip
+    const std::string key = join_key(prefix, name);
+    if (S_ISDIR(st.st_mode)) {
+      if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        continue;  // never follow directory links while listing (cycles, escapes)
+      int sub = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (sub < 0) continue;
+      status = walk(sub, key, out, what);
+      if (!status.ok()) break;
+    } else if (S_ISREG(st.st_mode)) {
+      out.push_back({key, static_cast<std::uint64_t>(st.st_size)});
+    }
+  }
+  ::closedir(d);
+  return status;
+}
+
+}  // namespace
+
+Result<std::vector<ListEntry>> FileStore::list(std::string_view prefix) const {
+  ZF_ASSIGN_OR_RETURN(int dir_fd, open_key(prefix, O_RDONLY | O_DIRECTORY));
+  std::vector<ListEntry> out;
+  if (dir_fd < 0) return out;
+  ZF_RETURN_IF_ERROR(walk(dir_fd, std::string(prefix), out, describe_key(prefix)));
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  return out;
+}
+
+Result<std::vector<std::string>> FileStore::list_dir(std::string_view prefix) const {
+  ZF_ASSIGN_OR_RETURN(int dir_fd, open_key(prefix, O_RDONLY | O_DIRECTORY));
+  std::vector<std::string> out;
+  if (dir_fd < 0) return out;
+  DIR* d = ::fdopendir(dir_fd);
+  if (d == nullptr) {
+    ::close(dir_fd);
+    return io_error(describe_key(prefix) + ": cannot list: " + errno_text(errno));
+  }
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name(e->d_name);
+    if (name != "." && name != "..") out.emplace_back(name);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Status FileStore::set(std::string_view key, ConstByteSpan value) {
+  ZF_RETURN_IF_ERROR(validate_key(key));
+  // Create parent directories one by one below the root.
+  std::string k(key);
+  for (std::size_t pos = k.find('/'); pos != std::string::npos; pos = k.find('/', pos + 1)) {
+    const std::string dir = k.substr(0, pos);
+    if (::mkdirat(root_fd_, dir.c_str(), 0777) != 0 && errno != EEXIST)
+      return io_error(describe_key(dir) + ": cannot create directory: " + errno_text(errno));
+  }
+  const std::string tmp = k + ".zarrflow-tmp";
+  int fd = ::openat(root_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) return io_error(describe_key(key) + ": cannot create: " + errno_text(errno));
+  std::size_t done = 0;
+  while (done < value.size()) {
+    ssize_t w = ::write(fd, value.data() + done, value.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlinkat(root_fd_, tmp.c_str(), 0);
+      return io_error(describe_key(key) + ": write failed: " + errno_text(err));
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  ::close(fd);
+  // rename makes the value appear complete or not at all.
+  if (::renameat(root_fd_, tmp.c_str(), root_fd_, k.c_str()) != 0)
+    return io_error(describe_key(key) + ": rename failed: " + errno_text(errno));
+  return {};
+}
+
+}  // namespace zarrflow

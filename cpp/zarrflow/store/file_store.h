@@ -1,0 +1,47 @@
+// FileStore: a Zarr store in a local directory.
+//
+// Every key is opened relative to the root directory with openat2(RESOLVE_BENEATH) where the
+// kernel has it, so neither '..', absolute names nor symlinks can lead outside the root; where it
+// does not (older kernels, gVisor) the resolved real path is checked against the root instead.
+// Symlinks that stay inside the root work as usual. Reads use pread into pooled buffers.
+// Thread-safety: all methods are safe to call concurrently. Lifetime: holds an fd of the root.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "zarrflow/store/store.h"
+
+namespace zarrflow {
+
+class FileStore final : public Store {
+ public:
+  // Opens `root` (must be an existing directory). kNotFound if it does not exist.
+  static Result<std::shared_ptr<FileStore>> open(const std::string& root);
+  ~FileStore() override;
+
+  Result<std::optional<Buffer>> get(std::string_view key) const override;
+  Result<std::optional<std::vector<Buffer>>> get_ranges(
+      std::string_view key, std::span<const ByteRange> ranges) const override;
+  Result<bool> read_exact(std::string_view key, ByteSpan dst) const override;
+  Result<std::optional<std::uint64_t>> size(std::string_view key) const override;
+  Result<std::vector<ListEntry>> list(std::string_view prefix) const override;
+  Result<std::vector<std::string>> list_dir(std::string_view prefix) const override;
+  Status set(std::string_view key, ConstByteSpan value) override;
+  [[nodiscard]] std::string describe_key(std::string_view key) const override;
+
+  [[nodiscard]] const std::string& root() const { return root_; }
+
+ private:
+  FileStore(std::string root, std::string real_root, int root_fd);
+  // An open fd for `key`, -1 when it does not exist (or is a directory), or an error.
+  Result<int> open_key(std::string_view key, int flags) const;
+
+  std::string root_;       // as given, for messages
+  std::string real_root_;  // realpath of the root, for the fallback containment check
+  int root_fd_;
+  bool have_openat2_;
+  mutable BufferPool pool_;
+};
+
+}  // namespace zarrflow

@@ -1,0 +1,56 @@
+#include "zarrflow/store/store.h"
+
+#include <cstring>
+
+namespace zarrflow {
+
+std::string ByteRange::to_string() const {
+  if (suffix) return "last " + std::to_string(length) + " bytes";
+  return "bytes [" + std::to_string(offset) + ", " + std::to_string(offset + length) + ")";
+}
+
+Result<bool> Store::read_exact(std::string_view key, ByteSpan dst) const {
+  ZF_ASSIGN_OR_RETURN(auto value, get(key));
+  if (!value) return false;
+  if (value->size() != dst.size())
+    return corrupt_data(describe_key(key) + " has " + std::to_string(value->size()) +
+                        " bytes, expected " + std::to_string(dst.size()));
+  if (!dst.empty()) std::memcpy(dst.data(), value->data(), dst.size());
+  return true;
+}
+
+Status validate_key(std::string_view key, bool allow_empty) {
+  auto quoted = [&] { return "key '" + std::string(key) + "'"; };
+  if (key.empty()) {
+    if (allow_empty) return {};
+    return invalid_argument("empty key");
+  }
+  if (key.find('\0') != std::string_view::npos) return path_escape(quoted() + " contains a NUL byte");
+  if (key.find('\\') != std::string_view::npos) return path_escape(quoted() + " contains a backslash");
+  if (key.front() == '/') return path_escape(quoted() + " is absolute");
+  std::size_t pos = 0;
+  while (pos <= key.size()) {
+    std::size_t end = key.find('/', pos);
+    if (end == std::string_view::npos) end = key.size();
+    std::string_view seg = key.substr(pos, end - pos);
+    if (seg == "..") return path_escape(quoted() + " contains '..'");
+    if (seg == ".") return path_escape(quoted() + " contains a '.' segment");
+    if (seg.empty() && !(end == key.size() && pos == key.size()))  // allow one trailing '/'
+      return path_escape(quoted() + " contains an empty segment");
+    pos = end + 1;
+  }
+  return {};
+}
+
+std::string join_key(std::string_view a, std::string_view b) {
+  while (!a.empty() && a.back() == '/') a.remove_suffix(1);
+  while (!b.empty() && b.front() == '/') b.remove_prefix(1);
+  if (a.empty()) return std::string(b);
+  if (b.empty()) return std::string(a);
+  std::string s;
+  s.reserve(a.size() + 1 + b.size());
+  s.append(a).append("/").append(b);
+  return s;
+}
+
+}  // namespace zarrflow

@@ -1,0 +1,81 @@
+// Store: the key-value interface every Zarr node and chunk is read through.
+//
+// Keys are '/'-separated, relative to the store root ("era5/t2m/c/0/1/2"). Every implementation
+// validates keys with validate_key() first, so no key can name something outside the root.
+// A missing key is not an error: get() returns std::nullopt (Zarr turns that into fill values
+// where the spec says so); an I/O failure is an error naming the key.
+// Thread-safety: every method may be called concurrently from many threads.
+// Lifetime: stores are shared through std::shared_ptr; buffers they return own their memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zarrflow/core/buffer.h"
+#include "zarrflow/core/status.h"
+
+namespace zarrflow {
+
+// A byte range of a value: [offset, offset + length), or the last `length` bytes when suffix.
+struct ByteRange {
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+  bool suffix = false;
+
+  static ByteRange of(std::uint64_t offset, std::uint64_t length) { return {offset, length, false}; }
+  static ByteRange last(std::uint64_t length) { return {0, length, true}; }
+  [[nodiscard]] std::string to_string() const;
+};
+
+struct ListEntry {
+  std::string key;     // relative to the listed prefix's store root (full key)
+  std::uint64_t size;  // bytes
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // The whole value, or nullopt when the key does not exist.
+  virtual Result<std::optional<Buffer>> get(std::string_view key) const = 0;
+
+  // Each range of one value, in order; nullopt when the key does not exist. A range reaching past
+  // the end of the value is an error (kCorruptData: the data is shorter than its index says).
+  virtual Result<std::optional<std::vector<Buffer>>> get_ranges(
+      std::string_view key, std::span<const ByteRange> ranges) const = 0;
+
+  // Reads the whole value into caller memory: false when the key is missing, kCorruptData when
+  // the value is not exactly dst.size() bytes. The default copies from get(); local stores read
+  // in place (uncompressed chunks land in the destination with no copy).
+  virtual Result<bool> read_exact(std::string_view key, ByteSpan dst) const;
+
+  // Size of the value, or nullopt when the key does not exist.
+  virtual Result<std::optional<std::uint64_t>> size(std::string_view key) const = 0;
+
+  // Every key below `prefix` (recursively), with sizes, sorted. prefix "" lists the whole store.
+  virtual Result<std::vector<ListEntry>> list(std::string_view prefix) const = 0;
+
+  // Names of the immediate children of `prefix` (keys and "directories"), sorted.
+  virtual Result<std::vector<std::string>> list_dir(std::string_view prefix) const = 0;
+
+  // Writes a value (memory stores and test fixtures; the reader never writes).
+  virtual Status set(std::string_view key, ConstByteSpan value) = 0;
+
+  // "file:///data/era5.zarr/t2m/c/0" — how a key is named in error messages.
+  [[nodiscard]] virtual std::string describe_key(std::string_view key) const = 0;
+};
+
+// Rejects keys that are empty where a name is needed, absolute, contain "." or ".." segments,
+// empty segments, backslashes or NUL bytes (kPathEscape / kInvalidArgument). `allow_empty` lets
+// the root ("") through for listing.
+Status validate_key(std::string_view key, bool allow_empty = false);
+
+// Joins key segments with '/', skipping empty ones: join_key("a", "b/c") == "a/b/c".
+std::string join_key(std::string_view a, std::string_view b);
+
+}  // namespace zarrflow

@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "zarrflow/store/byte_reader.h"
+#include "zarrflow/store/file_store.h"
+#include "zarrflow/store/memory_store.h"
+
+namespace zarrflow {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string text(const Buffer& b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+
+class FileStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::temp_directory_path() / ("zarrflow-store-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(base_);
+    fs::create_directories(base_ / "root" / "a" / "c");
+    write(base_ / "root" / "a" / "c" / "0", "0123456789");
+    write(base_ / "root" / "a" / "zarr.json", "{}");
+    write(base_ / "outside.txt", "secret");
+    auto s = FileStore::open((base_ / "root").string());
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    store_ = *s;
+  }
+  void TearDown() override { fs::remove_all(base_); }
+  static void write(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
+
+  fs::path base_;
+  std::shared_ptr<FileStore> store_;
+};
+
+TEST_F(FileStoreTest, GetAndMissing) {
+  auto v = store_->get("a/c/0");
+  ASSERT_TRUE(v.ok());
+  ASSERT_TRUE(v->has_value());
+  EXPECT_EQ(text(**v), "0123456789");
+  auto missing = store_->get("a/c/1");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  auto dir = store_->get("a/c");  // a directory is not a value
+  ASSERT_TRUE(dir.ok());
+  EXPECT_FALSE(dir->has_value());
+}
+
+TEST_F(FileStoreTest, RangesIncludingSuffixAndPastEnd) {
+  std::vector<ByteRange> r = {ByteRange::of(2, 3), ByteRange::last(4)};
+  auto parts = store_->get_ranges("a/c/0", r);
+  ASSERT_TRUE(parts.ok());
+  EXPECT_EQ(text((**parts)[0]), "234");
+  EXPECT_EQ(text((**parts)[1]), "6789");
+  std::vector<ByteRange> past = {ByteRange::of(8, 5)};
+  EXPECT_EQ(store_->get_ranges("a/c/0", past).status().code(), ErrorCode::kCorruptData);
+}
+
+TEST_F(FileStoreTest, ReadExactChecksSize) {
+  std::vector<std::byte> dst(10);
+  EXPECT_TRUE(*store_->read_exact("a/c/0", dst));
+  std::vector<std::byte> wrong(11);
+  EXPECT_EQ(store_->read_exact("a/c/0", wrong).status().code(), ErrorCode::kCorruptData);
+  EXPECT_FALSE(*store_->read_exact("a/c/9", dst));
+}
+
+TEST_F(FileStoreTest, RejectsEscapingKeys) {
+  for (const char* key : {"../outside.txt", "a/../../outside.txt", "/etc/passwd", "a/./c/0", "a//c"}) {
+    auto r = store_->get(key);
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_EQ(r.status().code(), ErrorCode::kPathEscape) << key;
+  }
+}
+
+TEST_F(FileStoreTest, SymlinkOutOfRootIsAnErrorInsideIsFine) {
+  fs::create_symlink(base_ / "outside.txt", base_ / "root" / "a" / "c" / "1");
+  auto r = store_->get("a/c/1");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kPathEscape);
+  EXPECT_NE(r.status().message().find("outside the store root"), std::string::npos);
+  fs::create_symlink("0", base_ / "root" / "a" / "c" / "2");  // relative, inside
+  auto ok = store_->get("a/c/2");
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(text(**ok), "0123456789");
+}
+
+TEST_F(FileStoreTest, ListAndListDir) {
+  auto all = store_->list("");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].key, "a/c/0");
+  EXPECT_EQ((*all)[0].size, 10u);
+  auto dir = store_->list_dir("a");
+  ASSERT_TRUE(dir.ok());
+  EXPECT_EQ(*dir, (std::vector<std::string>{"c", "zarr.json"}));
+  EXPECT_TRUE(store_->list("nope")->empty());
+}
+
+TEST_F(FileStoreTest, SetWritesAtomically) {
+  const std::string v = "hello";
+  ASSERT_TRUE(store_->set("b/x/y", std::as_bytes(std::span(v.data(), v.size()))).ok());
+  EXPECT_EQ(text(**store_->get("b/x/y")), "hello");
+}
+
+TEST(FileStoreOpen, MissingRootIsNotFound) {
+  EXPECT_EQ(FileStore::open("/nonexistent/zarrflow").status().code(), ErrorCode::kNotFound);
+}
+
+TEST(MemoryStore, BasicOperations) {
+  MemoryStore m;
+  ASSERT_TRUE(m.set("g/a/c/0", std::string_view("abc")).ok());
+  ASSERT_TRUE(m.set("g/zarr.json", std::string_view("{}")).ok());
+  EXPECT_EQ(text(**m.get("g/a/c/0")), "abc");
+  EXPECT_FALSE(m.get("g/a/c/1")->has_value());
+  EXPECT_EQ(*m.list_dir("g"), (std::vector<std::string>{"a", "zarr.json"}));
+  EXPECT_EQ(m.list("g/a")->size(), 1u);
+  EXPECT_EQ(m.get("../x").status().code(), ErrorCode::kPathEscape);
+}
+
+TEST(ByteReaders, WindowOfAWindow) {
+  const std::string s = "0123456789abcdef";
+  MemoryReader mem(std::as_bytes(std::span(s.data(), s.size())), "mem");
+  WindowReader outer(mem, 4, 10);  // "456789abcd"
+  WindowReader inner(outer, 2, 5);  // "6789a"
+  std::vector<ByteRange> r = {ByteRange::of(1, 3), ByteRange::last(2)};
+  auto parts = inner.read(r);
+  ASSERT_TRUE(parts.ok());
+  EXPECT_EQ(text((**parts)[0]), "789");
+  EXPECT_EQ(text((**parts)[1]), "9a");
+  std::vector<ByteRange> past = {ByteRange::of(3, 5)};
+  EXPECT_EQ(inner.read(past).status().code(), ErrorCode::kCorruptData);
+}
+
+TEST(Keys, Validation) {
+  EXPECT_TRUE(validate_key("a/b/c").ok());
+  EXPECT_TRUE(validate_key("a/b/").ok());
+  EXPECT_EQ(validate_key("").code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(validate_key("", true).ok());
+  EXPECT_EQ(validate_key("a\\b").code(), ErrorCode::kPathEscape);
+  EXPECT_EQ(join_key("a/", "/b"), "a/b");
+  EXPECT_EQ(join_key("", "b"), "b");
+}
+
+}  // namespace
+}  // namespace zarrflow

@@ -1,0 +1,124 @@
+#include "zarrflow/zarr/array.h"
+
+#include "zarrflow/codec/sharding_indexed.h"
+#include "zarrflow/store/byte_reader.h"
+
+namespace zarrflow {
+
+Result<std::shared_ptr<Array>> Array::open(std::shared_ptr<const Store> store, std::string path,
+                                           ArrayMetadata metadata) {
+  auto chain = build_codec_chain(metadata);
+  if (!chain.ok()) return std::move(chain).take_status().annotate("array '" + path + "'");
+  return std::shared_ptr<Array>(
+      new Array(std::move(store), std::move(path), std::move(metadata), std::move(chain).value()));
+}
+
+Array::Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md,
+             CodecChain chain)
+    : store_(std::move(store)), path_(std::move(path)), md_(std::move(md)), chain_(std::move(chain)) {
+  if (const Shape* inner = sharding_inner_shape(chain_.array_to_bytes())) inner_chunk_shape_ = *inner;
+  raw_native_ = chain_.is_identity();
+}
+
+const Shape& Array::read_chunk_shape() const {
+  return inner_chunk_shape_ ? *inner_chunk_shape_ : md_.chunk_shape;
+}
+
+std::optional<Shape> Array::shard_shape() const {
+  if (inner_chunk_shape_) return md_.chunk_shape;
+  return std::nullopt;
+}
+
+std::string Array::chunk_key(const Shape& chunk) const {
+  return join_key(path_, md_.key_encoding.key(chunk));
+}
+
+Status Array::check_region(const Selection& region, const StridedView& dest) const {
+  const std::size_t nd = md_.shape.size();
+  if (region.start.size() != nd || region.count.size() != nd || region.step.size() != nd)
+    return invalid_argument("region has " + std::to_string(region.start.size()) +
+                            " dimensions, the array has " + std::to_string(nd));
+  if (dest.shape != region.count || dest.strides.size() != nd)
+    return invalid_argument("destination shape does not match the region");
+  for (std::size_t i = 0; i < nd; ++i) {
+    const auto start = region.start[i], count = region.count[i], step = region.step[i];
+    if (step < 1) return invalid_argument("region step must be >= 1 in dimension " + std::to_string(i));
+    if (count < 0 || start < 0) return out_of_range("negative region in dimension " + std::to_string(i));
+    if (count == 0) continue;
+    std::int64_t last = 0;
+    if (__builtin_mul_overflow(count - 1, step, &last) || __builtin_add_overflow(last, start, &last) ||
+        last >= md_.shape[i])
+      return out_of_range("region [" + std::to_string(start) + ", " + std::to_string(start) + " + " +
+                          std::to_string(count) + "×" + std::to_string(step) +
+                          ") exceeds dimension " + std::to_string(i) + " of size " +
+                          std::to_string(md_.shape[i]));
+  }
+  return {};
+}
+
+Status Array::read(const Selection& region, const StridedView& dest,
+                   const ReadOptions& options) const {
+  ZF_RETURN_IF_ERROR_CTX(check_region(region, dest), "array '" + path_ + "'");
+  if (region.empty()) return {};
+  const DecodeContext ctx{options.pool, options.buffers, options.coalesce};
+  const auto blocks = chunk_blocks(region, md_.chunk_shape);
+  return parallel_for(options.pool, blocks.size(), [&](std::size_t i) -> Status {
+    return read_chunk(blocks[i], block_view(dest, blocks[i]), ctx);
+  });
+}
+
+Status Array::read_chunk(const ChunkBlock& block, const StridedView& view,
+                         const DecodeContext& ctx) const {
+  const std::string key = chunk_key(block.chunk);
+  auto annotate = [&](Status s) {
+    return std::move(s).annotate("array '" + path_ + "': chunk '" +
+                                 md_.key_encoding.key(block.chunk) + "'");
+  };
+  const auto& spec = chain_.spec();
+  auto fill = [&] {
+    fill_strided(view, spec.fill_value.data(), spec.dtype.size);
+    return Status();
+  };
+  if (chain_.supports_partial_read()) {
+    StoreKeyReader reader(*store_, key);
+    bool found = true;
+    Status s = chain_.partial_decode_into(reader, block.in_chunk, view, ctx, found);
+    if (!s.ok()) return annotate(std::move(s));
+    return found ? Status() : fill();
+  }
+  if (raw_native_ && block.in_chunk.is_full(spec.shape) && view.is_c_contiguous(spec.dtype.size)) {
+    // Uncompressed chunk read whole: straight from the store into the destination.
+    auto found = store_->read_exact(key, ByteSpan(view.data, static_cast<std::size_t>(spec.nbytes())));
+    if (!found.ok()) return annotate(std::move(found).take_status());
+    return *found ? Status() : fill();
+  }
+  auto value = store_->get(key);
+  if (!value.ok()) return annotate(std::move(value).take_status());
+  if (!*value) return fill();
+  Status s = chain_.decode_into((*value)->span(), block.in_chunk, view, ctx);
+  return s.ok() ? s : annotate(std::move(s));
+}
+
+Result<StorageInfo> Array::storage_info() const {
+  StorageInfo info;
+  Shape grid(md_.shape.size());
+  for (std::size_t i = 0; i < grid.size(); ++i)
+    grid[i] = (md_.shape[i] + md_.chunk_shape[i] - 1) / md_.chunk_shape[i];
+  auto total = checked_product(grid);
+  info.chunks_total = total.ok() ? *total : INT64_MAX;
+  ZF_ASSIGN_OR_RETURN(auto entries, store_->list(path_));
+  const std::size_t skip = path_.empty() ? 0 : path_.size() + 1;
+  for (const auto& e : entries) {
+    const std::string_view rel = std::string_view(e.key).substr(skip);
+    auto coords = md_.key_encoding.parse(rel, md_.shape.size());
+    if (!coords) continue;
+    bool inside = true;
+    for (std::size_t i = 0; i < grid.size(); ++i) inside = inside && (*coords)[i] < grid[i];
+    if (!inside) continue;
+    ++info.chunks_present;
+    info.stored_bytes += e.size;
+  }
+  return info;
+}
+
+}  // namespace zarrflow

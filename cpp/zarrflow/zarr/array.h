@@ -1,0 +1,73 @@
+// Array: one Zarr array in a store, and the read path.
+//
+// read(region, dest) — the core call — decodes any hyperslab (per-dimension start, count, step)
+// straight into a caller-provided strided host buffer:
+//   region → the chunks it touches (chunk_blocks) → per chunk, in parallel on options.pool:
+//     missing → fill value; sharded → read index, then only the needed inner chunks (coalesced);
+//     otherwise fetch the value and run the codec chain into the chunk's sub-view of dest.
+// Whole chunks of uncompressed data are read from the store directly into dest; compressed ones
+// are decompressed directly into dest when layouts match (no extra copy of decoded data).
+// Errors name the array path and the chunk key.
+// Thread-safety: an Array is immutable after open; read() may run concurrently. Lifetime: shares
+// ownership of its store.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "zarrflow/codec/codec_chain.h"
+#include "zarrflow/store/store.h"
+#include "zarrflow/zarr/metadata.h"
+
+namespace zarrflow {
+
+struct ReadOptions {
+  ThreadPool* pool = nullptr;      // chunk-parallel decode; null = the calling thread only
+  BufferPool* buffers = nullptr;   // scratch for decompression; null = plain allocations
+  CoalesceOptions coalesce;        // merging of shard range reads
+};
+
+// What is stored for an array (for `inspect`).
+struct StorageInfo {
+  std::int64_t chunks_total = 0;    // stored grid cells (shards for sharded arrays)
+  std::int64_t chunks_present = 0;
+  std::uint64_t stored_bytes = 0;   // bytes of present chunks
+};
+
+class Array {
+ public:
+  static Result<std::shared_ptr<Array>> open(std::shared_ptr<const Store> store, std::string path,
+                                             ArrayMetadata metadata);
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] const ArrayMetadata& metadata() const { return md_; }
+  [[nodiscard]] const Shape& shape() const { return md_.shape; }
+  [[nodiscard]] const DataType& dtype() const { return md_.dtype; }
+  // The unit of reading: the inner chunk for sharded arrays, else the chunk.
+  [[nodiscard]] const Shape& read_chunk_shape() const;
+  // The shard shape for sharded arrays.
+  [[nodiscard]] std::optional<Shape> shard_shape() const;
+  [[nodiscard]] const CodecChain& codecs() const { return chain_; }
+  [[nodiscard]] const Store& store() const { return *store_; }
+  // Store key of a chunk ("era5/t2m/c/0/3/1").
+  [[nodiscard]] std::string chunk_key(const Shape& chunk) const;
+
+  // Reads `region` into `dest` (dest.shape must equal region.count; any strides).
+  Status read(const Selection& region, const StridedView& dest, const ReadOptions& options) const;
+
+  Result<StorageInfo> storage_info() const;
+
+ private:
+  Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md, CodecChain chain);
+  Status read_chunk(const ChunkBlock& block, const StridedView& dest, const DecodeContext& ctx) const;
+  Status check_region(const Selection& region, const StridedView& dest) const;
+
+  std::shared_ptr<const Store> store_;
+  std::string path_;
+  ArrayMetadata md_;
+  CodecChain chain_;
+  std::optional<Shape> inner_chunk_shape_;
+  bool raw_native_;  // chunks are the elements themselves (bytes codec, native order, nothing else)
+};
+
+}  // namespace zarrflow

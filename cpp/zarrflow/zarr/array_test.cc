@@ -1,0 +1,215 @@
+// Array reads over an in-memory store: regions, steps, edges, missing chunks, v2 layouts, sharding.
+#include "zarrflow/zarr/array.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+
+#include "zarrflow/store/memory_store.h"
+#include "zarrflow/zarr/hierarchy.h"
+
+namespace zarrflow {
+namespace {
+
+std::span<const std::byte> as_bytes_of(const std::vector<std::int32_t>& v) {
+  return std::as_bytes(std::span(v));
+}
+
+// Values of the full array: element (i, j) = i * 100 + j.
+std::int32_t value(std::int64_t i, std::int64_t j) { return static_cast<std::int32_t>(i * 100 + j); }
+
+// Writes a 5x7 int32 array with chunks 2x3 (edge chunks are full-size, padded with -1) as raw,
+// little-endian, C-order chunks; chunk (1, 1) is left missing.
+std::shared_ptr<MemoryStore> make_store(const std::string& zarr_json) {
+  auto store = std::make_shared<MemoryStore>();
+  EXPECT_TRUE(store->set("arr/zarr.json", zarr_json).ok());
+  for (std::int64_t ci = 0; ci < 3; ++ci)
+    for (std::int64_t cj = 0; cj < 3; ++cj) {
+      if (ci == 1 && cj == 1) continue;
+      std::vector<std::int32_t> chunk(6, -1);
+      for (std::int64_t a = 0; a < 2; ++a)
+        for (std::int64_t b = 0; b < 3; ++b) {
+          const std::int64_t i = ci * 2 + a, j = cj * 3 + b;
+          if (i < 5 && j < 7) chunk[a * 3 + b] = value(i, j);
+        }
+      EXPECT_TRUE(store->set("arr/c/" + std::to_string(ci) + "/" + std::to_string(cj),
+                             as_bytes_of(chunk)).ok());
+    }
+  return store;
+}
+
+const char* kRawJson = R"({"zarr_format": 3, "node_type": "array", "shape": [5, 7],
+  "data_type": "int32", "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 3]}},
+  "chunk_key_encoding": {"name": "default"}, "fill_value": 42,
+  "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+  "dimension_names": ["y", null], "attributes": {"units": "K"}})";
+
+std::shared_ptr<Array> open_array(std::shared_ptr<Store> store, const std::string& path) {
+  auto node = open_node(std::move(store), path);
+  EXPECT_TRUE(node.ok()) << node.status().to_string();
+  return std::get<std::shared_ptr<Array>>(*node);
+}
+
+std::vector<std::int32_t> read(const Array& arr, const Selection& sel, Status* status = nullptr,
+                               ThreadPool* pool = nullptr) {
+  std::int64_t n = 1;
+  for (auto c : sel.count) n *= c;
+  std::vector<std::int32_t> out(static_cast<std::size_t>(n), -7);
+  StridedView v{reinterpret_cast<std::byte*>(out.data()), sel.count, c_strides(sel.count, 4)};
+  Status s = arr.read(sel, v, ReadOptions{pool, nullptr, {}});
+  if (status) *status = s;
+  else EXPECT_TRUE(s.ok()) << s.to_string();
+  return out;
+}
+
+TEST(Array, MetadataAndWholeRead) {
+  auto arr = open_array(make_store(kRawJson), "arr");
+  EXPECT_EQ(arr->shape(), (Shape{5, 7}));
+  ASSERT_TRUE(arr->metadata().dimension_names);
+  EXPECT_EQ((*arr->metadata().dimension_names)[0], "y");
+  EXPECT_FALSE((*arr->metadata().dimension_names)[1]);
+  EXPECT_EQ(arr->metadata().attributes["units"], "K");
+  ThreadPool pool(2);
+  auto all = read(*arr, Selection::full({5, 7}), nullptr, &pool);
+  for (std::int64_t i = 0; i < 5; ++i)
+    for (std::int64_t j = 0; j < 7; ++j) {
+      const bool missing = i >= 2 && i < 4 && j >= 3 && j < 6;
+      EXPECT_EQ(all[i * 7 + j], missing ? 42 : value(i, j)) << i << "," << j;
+    }
+}
+
+TEST(Array, StridedRegionAcrossChunks) {
+  auto arr = open_array(make_store(kRawJson), "arr");
+  Selection sel{{0, 1}, {3, 3}, {2, 2}};  // rows 0,2,4; cols 1,3,5
+  auto got = read(*arr, sel);
+  const std::vector<std::int32_t> want = {value(0, 1), value(0, 3), value(0, 5),
+                                          value(2, 1), 42,          42,
+                                          value(4, 1), value(4, 3), value(4, 5)};
+  EXPECT_EQ(got, want);
+}
+
+TEST(Array, RegionOutOfBoundsIsAnError) {
+  auto arr = open_array(make_store(kRawJson), "arr");
+  Status s;
+  read(*arr, Selection{{4, 0}, {2, 1}, {1, 1}}, &s);
+  EXPECT_EQ(s.code(), ErrorCode::kOutOfRange);
+  EXPECT_NE(s.message().find("array 'arr'"), std::string::npos);
+}
+
+TEST(Array, WrongChunkSizeNamesTheChunk) {
+  auto store = make_store(kRawJson);
+  ASSERT_TRUE(store->set("arr/c/0/1", std::string_view("short")).ok());
+  auto arr = open_array(store, "arr");
+  Status s;
+  read(*arr, Selection::full({5, 7}), &s);
+  EXPECT_EQ(s.code(), ErrorCode::kCorruptData);
+  EXPECT_NE(s.message().find("array 'arr': chunk 'c/0/1'"), std::string::npos) << s.message();
+}
+
+TEST(Array, StorageInfoCountsChunks) {
+  auto arr = open_array(make_store(kRawJson), "arr");
+  auto info = arr->storage_info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->chunks_total, 9);
+  EXPECT_EQ(info->chunks_present, 8);
+  EXPECT_EQ(info->stored_bytes, 8u * 24u);
+}
+
+TEST(Array, V2FortranOrderBigEndian) {
+  // 2x3 int32 array stored as one F-order big-endian chunk with '/' separator.
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(store->set("v2/.zarray", std::string_view(R"({"zarr_format": 2, "shape": [2, 3],
+    "chunks": [2, 3], "dtype": ">i4", "compressor": null, "filters": null, "fill_value": 0,
+    "order": "F", "dimension_separator": "/"})")).ok());
+  ASSERT_TRUE(store->set("v2/.zattrs", std::string_view(R"({"_ARRAY_DIMENSIONS": ["a", "b"]})")).ok());
+  // F order: (0,0) (1,0) (0,1) (1,1) (0,2) (1,2), each big-endian.
+  std::vector<std::int32_t> f = {value(0, 0), value(1, 0), value(0, 1), value(1, 1), value(0, 2), value(1, 2)};
+  for (auto& x : f) x = static_cast<std::int32_t>(__builtin_bswap32(static_cast<std::uint32_t>(x)));
+  ASSERT_TRUE(store->set("v2/0/0", as_bytes_of(f)).ok());
+  auto arr = open_array(store, "v2");
+  EXPECT_EQ((*arr->metadata().dimension_names)[1], "b");
+  auto got = read(*arr, Selection::full({2, 3}));
+  EXPECT_EQ(got, (std::vector<std::int32_t>{value(0, 0), value(0, 1), value(0, 2), value(1, 0),
+                                            value(1, 1), value(1, 2)}));
+}
+
+TEST(Array, ZeroDimensional) {
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(store->set("s/zarr.json", std::string_view(R"({"zarr_format": 3, "node_type": "array",
+    "shape": [], "data_type": "int32", "chunk_grid": {"name": "regular",
+    "configuration": {"chunk_shape": []}}, "chunk_key_encoding": {"name": "default"},
+    "fill_value": 5, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})")).ok());
+  auto arr = open_array(store, "s");
+  EXPECT_EQ(read(*arr, Selection{}), (std::vector<std::int32_t>{5}));
+  std::vector<std::int32_t> one = {9};
+  ASSERT_TRUE(store->set("s/c", as_bytes_of(one)).ok());
+  EXPECT_EQ(read(*arr, Selection{}), (std::vector<std::int32_t>{9}));
+}
+
+// A 4x4 int32 array in one 4x4 shard of 2x2 inner chunks, inner chunk (0, 1) empty.
+std::shared_ptr<MemoryStore> make_sharded(const char* location, std::uint64_t corrupt_offset = 0) {
+  auto store = std::make_shared<MemoryStore>();
+  std::string json = R"({"zarr_format": 3, "node_type": "array", "shape": [4, 4],
+    "data_type": "int32", "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},
+    "chunk_key_encoding": {"name": "default", "configuration": {"separator": "."}}, "fill_value": -1,
+    "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
+      "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+      "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+      "index_location": ")" + std::string(location) + R"("}}]})";
+  EXPECT_TRUE(store->set("sh/zarr.json", json).ok());
+  const bool at_start = std::string(location) == "start";
+  const std::uint64_t index_size = 4 * 16;
+  std::vector<std::byte> data;
+  std::vector<std::uint64_t> index(8, ~std::uint64_t{0});
+  // Write inner chunks in reverse order to make offsets non-monotonic in C order.
+  for (int c = 3; c >= 0; --c) {
+    if (c == 1) continue;
+    const std::int64_t ci = c / 2, cj = c % 2;
+    std::vector<std::int32_t> chunk;
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b) chunk.push_back(value(ci * 2 + a, cj * 2 + b));
+    index[2 * c] = data.size() + (at_start ? index_size : 0);
+    index[2 * c + 1] = 16;
+    auto bytes = as_bytes_of(chunk);
+    data.insert(data.end(), bytes.begin(), bytes.end());
+  }
+  if (corrupt_offset) index[0] = corrupt_offset;
+  auto idx = std::as_bytes(std::span(index));
+  std::vector<std::byte> shard;
+  if (at_start) shard.insert(shard.end(), idx.begin(), idx.end());
+  shard.insert(shard.end(), data.begin(), data.end());
+  if (!at_start) shard.insert(shard.end(), idx.begin(), idx.end());
+  EXPECT_TRUE(store->set("sh/c.0.0", shard).ok());
+  return store;
+}
+
+TEST(Array, ShardedReadsIndexAtStartAndEnd) {
+  for (const char* loc : {"start", "end"}) {
+    auto arr = open_array(make_sharded(loc), "sh");
+    EXPECT_EQ(arr->read_chunk_shape(), (Shape{2, 2}));
+    EXPECT_EQ(arr->shard_shape(), (Shape{4, 4}));
+    auto all = read(*arr, Selection::full({4, 4}));
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        EXPECT_EQ(all[i * 4 + j], (i < 2 && j >= 2) ? -1 : value(i, j)) << loc << i << j;
+    auto part = read(*arr, Selection{{1, 1}, {2, 1}, {2, 1}});  // (1,1), (3,1)
+    EXPECT_EQ(part, (std::vector<std::int32_t>{value(1, 1), value(3, 1)}));
+  }
+}
+
+TEST(Array, ShardIndexPointingIntoTheIndexIsCorrupt) {
+  // Index at end: the shard is 3*16 data + 64 index bytes; offset 50 lands in the index.
+  auto arr = open_array(make_sharded("end", 50), "sh");
+  Status s;
+  read(*arr, Selection::full({4, 4}), &s);
+  EXPECT_EQ(s.code(), ErrorCode::kCorruptData);
+  EXPECT_NE(s.message().find("overlaps the shard index"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("chunk 'c.0.0'"), std::string::npos) << s.message();
+  auto past = open_array(make_sharded("end", 1000), "sh");
+  read(*past, Selection::full({4, 4}), &s);
+  EXPECT_NE(s.message().find("points past the end"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace zarrflow

@@ -1,0 +1,45 @@
+"""zarrflow: stream chunked, compressed Zarr datacubes into memory for ML training.
+
+>>> import zarrflow
+>>> ds = zarrflow.open("era5.zarr")          # a Group (or an Array), Zarr v2 or v3
+>>> t2m = ds["2m_temperature"]
+>>> x = t2m[0:4, ::2, ::2]                   # decoded in parallel straight into a NumPy array
+"""
+
+from . import errors
+from ._api import Array, Group, open, open_array, open_group
+from ._threads import set_num_threads
+from .errors import (
+    ChecksumError,
+    CorruptChunkError,
+    InvalidArgumentError,
+    MetadataError,
+    NodeNotFoundError,
+    PathEscapeError,
+    StoreIOError,
+    UnsupportedError,
+    ZarrflowError,
+    ZarrflowIndexError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array",
+    "Group",
+    "open",
+    "open_array",
+    "open_group",
+    "set_num_threads",
+    "errors",
+    "ZarrflowError",
+    "InvalidArgumentError",
+    "MetadataError",
+    "UnsupportedError",
+    "CorruptChunkError",
+    "ChecksumError",
+    "NodeNotFoundError",
+    "StoreIOError",
+    "PathEscapeError",
+    "ZarrflowIndexError",
+]

@@ -1,0 +1,341 @@
+"""The public Python objects: open(), Group and Array.
+
+Reads go to the C++ core with the GIL released; results land directly in a NumPy array that
+zarrflow allocates (or that the caller passes as ``out=``), so nothing is copied on the way back.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+from functools import cached_property
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from . import _core
+from ._threads import make_executor
+from .errors import NodeNotFoundError, ZarrflowIndexError
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _store_and_path(path: str | os.PathLike) -> tuple[_core.Store, str]:
+    p = os.fspath(path)
+    if p.startswith("file://"):
+        p = p[len("file://"):]
+    if "://" in p:
+        scheme = p.split("://", 1)[0]
+        raise NotImplementedError(f"{scheme}:// stores are not supported yet (local paths only)")
+    return _core.open_file_store(p), ""
+
+
+def _wrap(node: Any, executor: _core.Executor) -> "Array | Group":
+    if isinstance(node, _core.Array):
+        return Array(node, executor)
+    return Group(node, executor)
+
+
+def open(path: str | os.PathLike, *, zarr_format: int | None = None,
+         threads: int | None = None) -> "Array | Group":
+    """Open the Zarr array or group (v2 or v3) stored at ``path``.
+
+    ``threads`` sets the size of the pool this hierarchy reads with (default: the shared pool,
+    sized by ZARRFLOW_NUM_THREADS or the CPU count).
+    """
+    store, node_path = _store_and_path(path)
+    return _wrap(_core.open_node(store, node_path, zarr_format), make_executor(threads))
+
+
+def open_array(path: str | os.PathLike, **kwargs: Any) -> "Array":
+    node = open(path, **kwargs)
+    if not isinstance(node, Array):
+        raise NodeNotFoundError(f"'{os.fspath(path)}' is a group, not an array")
+    return node
+
+
+def open_group(path: str | os.PathLike, **kwargs: Any) -> "Group":
+    node = open(path, **kwargs)
+    if not isinstance(node, Group):
+        raise NodeNotFoundError(f"'{os.fspath(path)}' is an array, not a group")
+    return node
+
+
+class Group:
+    """A Zarr group: a mapping from member names to arrays and groups."""
+
+    def __init__(self, handle: _core.Group, executor: _core.Executor):
+        self._h = handle
+        self._executor = executor
+
+    @property
+    def path(self) -> str:
+        return self._h.path
+
+    @property
+    def zarr_format(self) -> int:
+        return self._h.zarr_format
+
+    @cached_property
+    def attrs(self) -> dict:
+        return json.loads(self._h.attrs_json)
+
+    @property
+    def consolidated(self) -> bool:
+        """True when members were listed from consolidated metadata."""
+        return self._h.consolidated
+
+    def keys(self) -> list[str]:
+        return self._h.member_names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+    def __getitem__(self, name: str) -> "Array | Group":
+        try:
+            return _wrap(self._h.open_member(name), self._executor)
+        except NodeNotFoundError as e:
+            raise KeyError(name) from e
+
+    def members(self) -> list[tuple[str, "Array | Group"]]:
+        return [(k, self[k]) for k in self.keys()]
+
+    def arrays(self) -> list[tuple[str, "Array"]]:
+        return [(k, v) for k, v in self.members() if isinstance(v, Array)]
+
+    def groups(self) -> list[tuple[str, "Group"]]:
+        return [(k, v) for k, v in self.members() if isinstance(v, Group)]
+
+    def __repr__(self) -> str:
+        return f"<zarrflow.Group '{self.path or '/'}' v{self.zarr_format}>"
+
+
+class Array:
+    """A Zarr array. Index it like NumPy (``arr[0, 10:20, ::2]``) to read into a new ndarray."""
+
+    def __init__(self, handle: _core.Array, executor: _core.Executor):
+        self._h = handle
+        self._executor = executor
+
+    # --- metadata -------------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        return self._h.path
+
+    @property
+    def zarr_format(self) -> int:
+        return self._h.zarr_format
+
+    @cached_property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._h.shape)
+
+    @cached_property
+    def dtype(self) -> np.dtype:
+        """Element type, always in native byte order (big-endian stores are swapped on read)."""
+        return _numpy_dtype(self._h.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @cached_property
+    def chunks(self) -> tuple[int, ...]:
+        """Shape of the unit of reading: the inner chunk for sharded arrays."""
+        return tuple(self._h.chunks)
+
+    @cached_property
+    def shards(self) -> tuple[int, ...] | None:
+        s = self._h.shards
+        return None if s is None else tuple(s)
+
+    @cached_property
+    def dims(self) -> tuple[str | None, ...] | None:
+        """Dimension names (v3 dimension_names, or v2 xarray _ARRAY_DIMENSIONS)."""
+        return self._h.dims
+
+    @cached_property
+    def attrs(self) -> dict:
+        return json.loads(self._h.attrs_json)
+
+    @cached_property
+    def fill_value(self) -> Any:
+        return np.frombuffer(self._h.fill_value_bytes, dtype=self.dtype)[0]
+
+    @cached_property
+    def codecs(self) -> list[dict] | dict:
+        """The codecs as stored: v3 'codecs' list, or v2 compressor/filters/order."""
+        return json.loads(self._h.codecs_json)
+
+    @property
+    def codecs_description(self) -> str:
+        return self._h.codecs_description
+
+    @cached_property
+    def metadata(self) -> dict:
+        return json.loads(self._h.metadata_json)
+
+    def info(self) -> dict:
+        """Stored chunks and bytes (lists the store)."""
+        return self._h.storage_info()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return (f"<zarrflow.Array '{self.path or '/'}' shape={self.shape} dtype={self.dtype} "
+                f"chunks={self.chunks}{' shards=' + str(self.shards) if self.shards else ''}>")
+
+    # --- reading --------------------------------------------------------------------------
+    def read(self, region: Sequence[slice] | slice | None = None, out: np.ndarray | None = None
+             ) -> np.ndarray:
+        """Read a hyperslab (a tuple of slices, one per dimension; None = everything).
+
+        With ``out`` the data is decoded into that array (any strides, matching dtype and shape)
+        and ``out`` is returned.
+        """
+        if region is None:
+            region = ()
+        elif not isinstance(region, tuple):
+            region = (region,)
+        for r in region:
+            if not isinstance(r, slice) and r is not Ellipsis:
+                raise TypeError(f"read() takes slices, got {r!r}; use arr[...] for integer indexing")
+        sel = _Selection.parse(region, self.shape)
+        return self._read(sel, out)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        sel = _Selection.parse(key if isinstance(key, tuple) else (key,), self.shape)
+        result = self._read(sel, None)
+        if sel.drop:
+            result = result.reshape(tuple(n for i, n in enumerate(result.shape) if i not in sel.drop))
+        return result
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.read()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def _read(self, sel: "_Selection", out: np.ndarray | None) -> np.ndarray:
+        shape = tuple(sel.count)
+        if out is None:
+            out = np.empty(shape, dtype=self.dtype)
+        else:
+            if not isinstance(out, np.ndarray):
+                raise TypeError("out must be a numpy.ndarray")
+            if out.shape != shape:
+                raise ValueError(f"out has shape {out.shape}, the region has shape {shape}")
+            if out.dtype != self.dtype:
+                raise ValueError(f"out has dtype {out.dtype}, the array has {self.dtype}")
+            if not out.flags.writeable:
+                raise ValueError("out is read-only")
+        if out.size:
+            target = out
+            # Negative steps are read ascending into a reversed view of the destination.
+            flip = tuple(slice(None, None, -1) if r else slice(None) for r in sel.reverse)
+            if any(sel.reverse):
+                target = out[flip]
+            view = _transport_view(target)
+            if view is None:  # odd-sized raw elements in a strided destination: go via a copy
+                tmp = np.empty(target.shape, dtype=target.dtype)
+                self._h.read_into(sel.start, sel.count, sel.step, _transport_view(tmp),
+                                  self._executor)
+                target[...] = tmp
+            else:
+                self._h.read_into(sel.start, sel.count, sel.step, view, self._executor)
+        return out
+
+
+def _transport_view(a: np.ndarray) -> np.ndarray | None:
+    """A view of ``a`` the C++ side accepts: plain integer types for bfloat16 and raw (V) data."""
+    if a.dtype.kind == "V" or a.dtype.name == "bfloat16":
+        if a.dtype.itemsize in (1, 2, 4, 8):
+            return a.view(f"u{a.dtype.itemsize}")
+        if not a.flags.c_contiguous:
+            return None
+        # Raw elements of other sizes travel as a trailing axis of their bytes.
+        return a.view(np.uint8).reshape(a.shape + (a.dtype.itemsize,))
+    return a
+
+
+class _Selection:
+    """A NumPy-style key turned into per-dimension (start, count, step) over ascending indices."""
+
+    __slots__ = ("start", "count", "step", "reverse", "drop")
+
+    def __init__(self) -> None:
+        self.start: list[int] = []
+        self.count: list[int] = []
+        self.step: list[int] = []
+        self.reverse: list[bool] = []
+        self.drop: set[int] = set()
+
+    @classmethod
+    def parse(cls, key: tuple, shape: tuple[int, ...]) -> "_Selection":
+        n_ellipsis = sum(1 for k in key if k is Ellipsis)
+        if n_ellipsis > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        if n_ellipsis:
+            i = next(i for i, k in enumerate(key) if k is Ellipsis)
+            fill = len(shape) - (len(key) - 1)
+            if fill < 0:
+                raise IndexError(f"too many indices for a {len(shape)}-d array")
+            key = key[:i] + (slice(None),) * fill + key[i + 1:]
+        if len(key) > len(shape):
+            raise IndexError(f"too many indices: {len(key)} for a {len(shape)}-d array")
+        key = key + (slice(None),) * (len(shape) - len(key))
+        sel = cls()
+        for dim, (k, n) in enumerate(zip(key, shape)):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                r = range(start, stop, step)
+                if step < 0 and len(r):
+                    sel.start.append(r[-1])
+                    sel.step.append(-step)
+                    sel.reverse.append(True)
+                else:
+                    sel.start.append(r.start if len(r) else 0)
+                    sel.step.append(abs(step))
+                    sel.reverse.append(False)
+                sel.count.append(len(r))
+            else:
+                try:
+                    i = operator.index(k)
+                except TypeError:
+                    raise TypeError(f"unsupported index {k!r}: use integers, slices or '...'") from None
+                if i < -n or i >= n:
+                    raise ZarrflowIndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
+                sel.start.append(i % n)
+                sel.count.append(1)
+                sel.step.append(1)
+                sel.reverse.append(False)
+                sel.drop.add(dim)
+        return sel
