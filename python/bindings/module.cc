@@ -162,6 +162,7 @@ NB_MODULE(_core, m) {
         const auto& f = a.metadata().fill_value;
         return nb::bytes(reinterpret_cast<const char*>(f.data()), f.size());
       })
+      .def_prop_ro("fill_value_is_null", [](const Array& a) { return a.metadata().fill_value_json.is_null(); })
       .def_prop_ro("dims", [](const Array& a) -> nb::object {
         const auto& d = a.metadata().dimension_names;
         if (!d) return nb::none();

@@ -187,6 +187,10 @@ class Array:
 
     @cached_property
     def fill_value(self) -> Any:
+        """The fill value as a NumPy scalar; None for Zarr v2 arrays that store null (missing
+        chunks then read as zeros, as in zarr-python)."""
+        if self._h.fill_value_is_null:
+            return None
         return np.frombuffer(self._h.fill_value_bytes, dtype=self.dtype)[0]
 
     @cached_property
@@ -230,7 +234,7 @@ class Array:
         for r in region:
             if not isinstance(r, slice) and r is not Ellipsis:
                 raise TypeError(f"read() takes slices, got {r!r}; use arr[...] for integer indexing")
-        sel = _Selection.parse(region, self.shape)
+        sel = _Selection.parse(region, self.shape, strict=True)
         return self._read(sel, out)
 
     def __getitem__(self, key: Any) -> np.ndarray:
@@ -299,7 +303,9 @@ class _Selection:
         self.drop: set[int] = set()
 
     @classmethod
-    def parse(cls, key: tuple, shape: tuple[int, ...]) -> "_Selection":
+    def parse(cls, key: tuple, shape: tuple[int, ...], strict: bool = False) -> "_Selection":
+        """NumPy semantics; with ``strict`` a slice bound past the end of its dimension is an
+        error instead of being clipped (read() regions must lie inside the array)."""
         n_ellipsis = sum(1 for k in key if k is Ellipsis)
         if n_ellipsis > 1:
             raise IndexError("an index can only have a single ellipsis ('...')")
@@ -315,6 +321,11 @@ class _Selection:
         sel = cls()
         for dim, (k, n) in enumerate(zip(key, shape)):
             if isinstance(k, slice):
+                # The end of the region is what must lie inside (an empty slice such as
+                # slice(7, 5) is fine); without a stop, the start.
+                bound = k.stop if k.stop is not None else k.start
+                if strict and bound is not None and not -n <= operator.index(bound) <= n:
+                    raise ZarrflowIndexError(f"region {k} reaches outside axis {dim} of size {n}")
                 start, stop, step = k.indices(n)
                 r = range(start, stop, step)
                 if step < 0 and len(r):

@@ -19,7 +19,9 @@ def _human(n: float) -> str:
 
 
 def _shape(t: tuple | None) -> str:
-    return "—" if t is None else "(" + ", ".join(str(x) for x in t) + ")"
+    if t is None:
+        return "—"
+    return "(" + ", ".join(str(x) for x in t) + ("," if len(t) == 1 else "") + ")"
 
 
 def _array_lines(arr: Array, deep: bool) -> list[str]:
@@ -46,7 +48,7 @@ def _array_lines(arr: Array, deep: bool) -> list[str]:
             f"{unit} {present}/{total} present, {total - present} missing"
         )
     fill = arr.fill_value
-    lines.append(f"fill_value {fill!r}  zarr v{arr.zarr_format}")
+    lines.append(f"fill_value {fill}  zarr v{arr.zarr_format}")
     return lines
 
 

@@ -92,40 +92,42 @@ std::string FileStore::describe_key(std::string_view key) const {
 Result<int> FileStore::open_key(std::string_view key, int flags) const {
   ZF_RETURN_IF_ERROR(validate_key(key, /*allow_empty=*/true));
   const std::string k = key.empty() ? "." : std::string(key);
-  int fd = -1;
   if (have_openat2_) {
     long r = sys_openat2(root_fd_, k.c_str(), flags | O_CLOEXEC);
-    if (r < 0) {
-      const int err = errno;
-      if (err == ENOENT || err == ENOTDIR) return -1;
-      if (err == EXDEV || err == ELOOP)
-        return path_escape(describe_key(key) + " resolves to a location outside the store root");
+    if (r >= 0) return static_cast<int>(r);
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return -1;
+    if (err != EXDEV && err != ELOOP)
       return io_error(describe_key(key) + ": cannot open: " + errno_text(err));
-    }
-    fd = static_cast<int>(r);
-  } else {
-    // Fallback: resolve the real path and require it to stay below the real root.
-    const std::string full = real_root_ + "/" + k;
-    char real[PATH_MAX];
-    if (::realpath(full.c_str(), real) == nullptr) {
-      const int err = errno;
-      if (err == ENOENT || err == ENOTDIR) return -1;
-      return io_error(describe_key(key) + ": cannot resolve: " + errno_text(err));
-    }
-    std::string_view rv(real);
-    if (!(rv == real_root_ ||
-          (rv.size() > real_root_.size() && rv.substr(0, real_root_.size()) == real_root_ &&
-           rv[real_root_.size()] == '/')))
-      return path_escape(describe_key(key) + " resolves to '" + std::string(rv) +
-                         "', outside the store root");
-    fd = ::open(real, flags | O_CLOEXEC);
-    if (fd < 0) {
-      const int err = errno;
-      if (err == ENOENT || err == ENOTDIR) return -1;
-      return io_error(describe_key(key) + ": cannot open: " + errno_text(err));
-    }
+    // RESOLVE_BENEATH also refuses absolute symlinks that stay inside the root: decide by the
+    // resolved path below.
+  }
+  const std::string full = real_root_ + "/" + k;
+  char real[PATH_MAX];
+  if (::realpath(full.c_str(), real) == nullptr) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return -1;
+    return io_error(describe_key(key) + ": cannot resolve: " + errno_text(err));
+  }
+  std::string_view rv(real);
+  if (!(rv == real_root_ ||
+        (rv.size() > real_root_.size() && rv.substr(0, real_root_.size()) == real_root_ &&
+         rv[real_root_.size()] == '/')))
+    return path_escape(describe_key(key) + " resolves to '" + std::string(rv) +
+                       "', outside the store root");
+  const int fd = ::open(real, flags | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return -1;
+    return io_error(describe_key(key) + ": cannot open: " + errno_text(err));
   }
   return fd;
+}
+
+Status FileStore::is_directory(std::string_view key) const {
+  // A directory where a value should be is neither a value nor a missing key (reading it as
+  // missing would silently turn it into fill values).
+  return io_error(describe_key(key) + " is a directory, not a value");
 }
 
 Result<std::optional<Buffer>> FileStore::get(std::string_view key) const {
@@ -134,7 +136,7 @@ Result<std::optional<Buffer>> FileStore::get(std::string_view key) const {
   FdGuard fd(raw_fd);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return std::optional<Buffer>();
+  if (S_ISDIR(st.st_mode)) return is_directory(key);
   Buffer b = pool_.acquire(static_cast<std::size_t>(st.st_size));
   ZF_ASSIGN_OR_RETURN(std::size_t n, pread_full(fd.get(), b.data(), b.size(), 0, describe_key(key)));
   b.resize(n);  // a file that shrank under us reads short; codecs then report the size mismatch
@@ -148,7 +150,7 @@ Result<std::optional<std::vector<Buffer>>> FileStore::get_ranges(
   FdGuard fd(raw_fd);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return std::optional<std::vector<Buffer>>();
+  if (S_ISDIR(st.st_mode)) return is_directory(key);
   const auto size = static_cast<std::uint64_t>(st.st_size);
   std::vector<Buffer> out;
   out.reserve(ranges.size());
@@ -170,7 +172,7 @@ Result<bool> FileStore::read_exact(std::string_view key, ByteSpan dst) const {
   FdGuard fd(raw_fd);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return false;
+  if (S_ISDIR(st.st_mode)) return is_directory(key);
   if (static_cast<std::uint64_t>(st.st_size) != dst.size())
     return corrupt_data(describe_key(key) + " has " + std::to_string(st.st_size) +
                         " bytes, expected " + std::to_string(dst.size()));
@@ -187,7 +189,7 @@ Result<std::optional<std::uint64_t>> FileStore::size(std::string_view key) const
   FdGuard fd(raw_fd);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return std::optional<std::uint64_t>();
+  if (S_ISDIR(st.st_mode)) return is_directory(key);
   return std::optional(static_cast<std::uint64_t>(st.st_size));
 }
 

@@ -2,7 +2,8 @@
 //
 // Every key is opened relative to the root directory with openat2(RESOLVE_BENEATH) where the
 // kernel has it, so neither '..', absolute names nor symlinks can lead outside the root; where it
-// does not (older kernels, gVisor) the resolved real path is checked against the root instead.
+// does not (older kernels, gVisor), or refuses an absolute symlink, the resolved real path is
+// checked against the root instead. A directory where a value is expected is an I/O error.
 // Symlinks that stay inside the root work as usual. Reads use pread into pooled buffers.
 // Thread-safety: all methods are safe to call concurrently. Lifetime: holds an fd of the root.
 #pragma once
@@ -36,6 +37,7 @@ class FileStore final : public Store {
   FileStore(std::string root, std::string real_root, int root_fd);
   // An open fd for `key`, -1 when it does not exist (or is a directory), or an error.
   Result<int> open_key(std::string_view key, int flags) const;
+  Status is_directory(std::string_view key) const;
 
   std::string root_;       // as given, for messages
   std::string real_root_;  // realpath of the root, for the fallback containment check

@@ -27,13 +27,14 @@ Status validate_key(std::string_view key, bool allow_empty) {
   }
   if (key.find('\0') != std::string_view::npos) return path_escape(quoted() + " contains a NUL byte");
   if (key.find('\\') != std::string_view::npos) return path_escape(quoted() + " contains a backslash");
-  if (key.front() == '/') return path_escape(quoted() + " is absolute");
+  const std::string outside = ": it would resolve outside the store root";
+  if (key.front() == '/') return path_escape(quoted() + " is absolute" + outside);
   std::size_t pos = 0;
   while (pos <= key.size()) {
     std::size_t end = key.find('/', pos);
     if (end == std::string_view::npos) end = key.size();
     std::string_view seg = key.substr(pos, end - pos);
-    if (seg == "..") return path_escape(quoted() + " contains '..'");
+    if (seg == "..") return path_escape(quoted() + " contains '..'" + outside);
     if (seg == ".") return path_escape(quoted() + " contains a '.' segment");
     if (seg.empty() && !(end == key.size() && pos == key.size()))  // allow one trailing '/'
       return path_escape(quoted() + " contains an empty segment");

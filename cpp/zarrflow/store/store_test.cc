@@ -44,9 +44,8 @@ TEST_F(FileStoreTest, GetAndMissing) {
   auto missing = store_->get("a/c/1");
   ASSERT_TRUE(missing.ok());
   EXPECT_FALSE(missing->has_value());
-  auto dir = store_->get("a/c");  // a directory is not a value
-  ASSERT_TRUE(dir.ok());
-  EXPECT_FALSE(dir->has_value());
+  auto dir = store_->get("a/c");  // a directory is not a value, nor a missing key
+  EXPECT_EQ(dir.status().code(), ErrorCode::kIoError);
 }
 
 TEST_F(FileStoreTest, RangesIncludingSuffixAndPastEnd) {
@@ -85,6 +84,10 @@ TEST_F(FileStoreTest, SymlinkOutOfRootIsAnErrorInsideIsFine) {
   auto ok = store_->get("a/c/2");
   ASSERT_TRUE(ok.ok()) << ok.status().to_string();
   EXPECT_EQ(text(**ok), "0123456789");
+  fs::create_symlink(base_ / "root" / "a" / "c" / "0", base_ / "root" / "a" / "c" / "3");
+  auto abs = store_->get("a/c/3");  // absolute, inside
+  ASSERT_TRUE(abs.ok()) << abs.status().to_string();
+  EXPECT_EQ(text(**abs), "0123456789");
 }
 
 TEST_F(FileStoreTest, ListAndListDir) {

@@ -8,7 +8,7 @@ namespace zarrflow {
 Result<std::shared_ptr<Array>> Array::open(std::shared_ptr<const Store> store, std::string path,
                                            ArrayMetadata metadata) {
   auto chain = build_codec_chain(metadata);
-  if (!chain.ok()) return std::move(chain).take_status().annotate("array '" + path + "'");
+  if (!chain.ok()) return std::move(chain).take_status().annotate("array '" + store->describe_key(path) + "'");
   return std::shared_ptr<Array>(
       new Array(std::move(store), std::move(path), std::move(metadata), std::move(chain).value()));
 }
@@ -18,6 +18,7 @@ Array::Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata
     : store_(std::move(store)), path_(std::move(path)), md_(std::move(md)), chain_(std::move(chain)) {
   if (const Shape* inner = sharding_inner_shape(chain_.array_to_bytes())) inner_chunk_shape_ = *inner;
   raw_native_ = chain_.is_identity();
+  name_ = store_->describe_key(path_);
 }
 
 const Shape& Array::read_chunk_shape() const {
@@ -58,7 +59,7 @@ Status Array::check_region(const Selection& region, const StridedView& dest) con
 
 Status Array::read(const Selection& region, const StridedView& dest,
                    const ReadOptions& options) const {
-  ZF_RETURN_IF_ERROR_CTX(check_region(region, dest), "array '" + path_ + "'");
+  ZF_RETURN_IF_ERROR_CTX(check_region(region, dest), "array '" + name_ + "'");
   if (region.empty()) return {};
   const DecodeContext ctx{options.pool, options.buffers, options.coalesce};
   const auto blocks = chunk_blocks(region, md_.chunk_shape);
@@ -71,7 +72,7 @@ Status Array::read_chunk(const ChunkBlock& block, const StridedView& view,
                          const DecodeContext& ctx) const {
   const std::string key = chunk_key(block.chunk);
   auto annotate = [&](Status s) {
-    return std::move(s).annotate("array '" + path_ + "': chunk '" +
+    return std::move(s).annotate("array '" + name_ + "': chunk '" +
                                  md_.key_encoding.key(block.chunk) + "'");
   };
   const auto& spec = chain_.spec();

@@ -64,6 +64,7 @@ class Array {
 
   std::shared_ptr<const Store> store_;
   std::string path_;
+  std::string name_;  // how errors name the array: the store's description of its path
   ArrayMetadata md_;
   CodecChain chain_;
   std::optional<Shape> inner_chunk_shape_;

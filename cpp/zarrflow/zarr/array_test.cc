@@ -94,7 +94,7 @@ TEST(Array, RegionOutOfBoundsIsAnError) {
   Status s;
   read(*arr, Selection{{4, 0}, {2, 1}, {1, 1}}, &s);
   EXPECT_EQ(s.code(), ErrorCode::kOutOfRange);
-  EXPECT_NE(s.message().find("array 'arr'"), std::string::npos);
+  EXPECT_NE(s.message().find("array 'memory://arr'"), std::string::npos);
 }
 
 TEST(Array, WrongChunkSizeNamesTheChunk) {
@@ -104,7 +104,7 @@ TEST(Array, WrongChunkSizeNamesTheChunk) {
   Status s;
   read(*arr, Selection::full({5, 7}), &s);
   EXPECT_EQ(s.code(), ErrorCode::kCorruptData);
-  EXPECT_NE(s.message().find("array 'arr': chunk 'c/0/1'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("array 'memory://arr': chunk 'c/0/1'"), std::string::npos) << s.message();
 }
 
 TEST(Array, StorageInfoCountsChunks) {

@@ -11,7 +11,7 @@ Result<std::optional<nlohmann::json>> read_json(const Store& store, const std::s
   if (!value) return std::optional<nlohmann::json>();
   const auto* p = reinterpret_cast<const char*>(value->data());
   auto doc = parse_json(std::string_view(p, value->size()));
-  if (!doc.ok()) return std::move(doc).take_status().annotate("'" + key + "'");
+  if (!doc.ok()) return std::move(doc).take_status().annotate("'" + store.describe_key(key) + "'");
   return std::optional(std::move(doc).value());
 }
 
@@ -26,18 +26,18 @@ nlohmann::json sub_consolidated(const nlohmann::json& all, const std::string& pr
 
 Result<Node> node_from_v3(std::shared_ptr<const Store> store, const std::string& path,
                           const nlohmann::json& doc) {
-  const std::string where = "'" + join_key(path, "zarr.json") + "'";
+  const std::string where = "'" + store->describe_key(join_key(path, "zarr.json")) + "'";
   if (!doc.is_object() || !doc.contains("node_type"))
     return invalid_metadata(where + ": missing required field 'node_type'");
   if (doc["node_type"] == "array") {
     auto md = parse_array_v3(doc);
-    if (!md.ok()) return std::move(md).take_status().annotate("array '" + path + "' (" + where + ")");
+    if (!md.ok()) return std::move(md).take_status().annotate(where);
     ZF_ASSIGN_OR_RETURN(auto arr, Array::open(std::move(store), path, std::move(md).value()));
     return Node(std::move(arr));
   }
   if (doc["node_type"] == "group") {
     auto md = parse_group_v3(doc);
-    if (!md.ok()) return std::move(md).take_status().annotate("group '" + path + "' (" + where + ")");
+    if (!md.ok()) return std::move(md).take_status().annotate(where);
     return Node(std::make_shared<Group>(std::move(store), path, std::move(md).value()));
   }
   return invalid_metadata(where + ": field 'node_type' must be \"array\" or \"group\", got " +
@@ -50,15 +50,15 @@ Result<Node> node_from_v2(std::shared_ptr<const Store> store, const std::string&
   if (zarray != nullptr) {
     auto md = parse_array_v2(*zarray, zattrs);
     if (!md.ok())
-      return std::move(md).take_status().annotate("array '" + path + "' ('" +
-                                                  join_key(path, ".zarray") + "')");
+      return std::move(md).take_status().annotate(
+          "'" + store->describe_key(join_key(path, ".zarray")) + "'");
     ZF_ASSIGN_OR_RETURN(auto arr, Array::open(std::move(store), path, std::move(md).value()));
     return Node(std::move(arr));
   }
   auto md = parse_group_v2(*zgroup, zattrs, zmetadata);
   if (!md.ok())
-    return std::move(md).take_status().annotate("group '" + path + "' ('" +
-                                                join_key(path, ".zgroup") + "')");
+    return std::move(md).take_status().annotate(
+        "'" + store->describe_key(join_key(path, ".zgroup")) + "'");
   return Node(std::make_shared<Group>(std::move(store), path, std::move(md).value()));
 }
 
@@ -87,7 +87,8 @@ Result<Node> node_from_consolidated(std::shared_ptr<const Store> store, const st
   if (zarray == nullptr) {
     // Re-express the subtree as a .zmetadata document for the child group.
     nlohmann::json meta = nlohmann::json::object();
-    for (const auto& [key, files] : sub_consolidated(all, rel).items())
+    const nlohmann::json below = sub_consolidated(all, rel);  // must outlive the loop
+    for (const auto& [key, files] : below.items())
       for (const auto& [file, doc] : files.items()) meta[key + "/" + file] = doc;
     zmeta = {{"metadata", meta}, {"zarr_consolidated_format", 1}};
   }
@@ -125,8 +126,11 @@ Result<Node> open_node(std::shared_ptr<const Store> store, const std::string& pa
 Result<std::vector<std::string>> Group::member_names() const {
   std::set<std::string> names;
   if (md_.consolidated) {
-    for (const auto& [key, doc] : md_.consolidated->items())
+    for (const auto& [key, doc] : md_.consolidated->items()) {
+      ZF_RETURN_IF_ERROR_CTX(validate_key(key), "consolidated metadata of group '" +
+                                                    store_->describe_key(path_) + "'");
       names.insert(key.substr(0, key.find('/')));
+    }
     return std::vector<std::string>(names.begin(), names.end());
   }
   ZF_ASSIGN_OR_RETURN(auto children, store_->list_dir(path_));
@@ -148,12 +152,12 @@ Result<std::vector<std::string>> Group::member_names() const {
 
 Result<Node> Group::open_member(std::string_view name) const {
   const std::string rel(name);
-  ZF_RETURN_IF_ERROR_CTX(validate_key(rel), "group '" + path_ + "'");
+  ZF_RETURN_IF_ERROR_CTX(validate_key(rel), "group '" + store_->describe_key(path_) + "'");
   const std::string path = join_key(path_, rel);
   if (md_.consolidated) {
     auto it = md_.consolidated->find(rel);
     if (it == md_.consolidated->end())
-      return not_found("group '" + path_ + "' has no member '" + rel + "'");
+      return not_found("group '" + store_->describe_key(path_) + "' has no member '" + rel + "'");
     return node_from_consolidated(store_, path, md_.zarr_format, *it, *md_.consolidated, rel);
   }
   return open_node(store_, path, md_.zarr_format);

@@ -28,7 +28,7 @@ Result<Shape> parse_dims(const nlohmann::json& doc, const char* field, bool chun
     if (x.is_number_unsigned()) {
       const auto u = x.get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(INT64_MAX))
-        return out_of_range(std::string("field '") + field + "': " + x.dump() + " overflows 64 bits");
+        return invalid_metadata(std::string("field '") + field + "': " + x.dump() + " overflows 64 bits");
       s.push_back(static_cast<std::int64_t>(u));
     } else if (x.is_number_integer()) {
       s.push_back(x.get<std::int64_t>());
@@ -43,10 +43,10 @@ Result<Shape> parse_dims(const nlohmann::json& doc, const char* field, bool chun
 // Rejects shapes whose element count or byte size does not fit in 64 bits.
 Status check_sizes(const Shape& shape, const Shape& chunks, const DataType& dtype) {
   if (!checked_product(shape, dtype.size).ok())
-    return out_of_range("shape × itemsize (" + std::to_string(dtype.size) +
-                        " bytes) overflows 64 bits");
+    return invalid_metadata("shape × itemsize (" + std::to_string(dtype.size) +
+                            " bytes) overflows 64 bits");
   if (!checked_product(chunks, dtype.size).ok())
-    return out_of_range("chunk shape × itemsize overflows 64 bits");
+    return invalid_metadata("chunk shape × itemsize overflows 64 bits");
   if (chunks.size() != shape.size())
     return invalid_metadata("chunk shape has " + std::to_string(chunks.size()) +
                             " dimensions, the array has " + std::to_string(shape.size()));

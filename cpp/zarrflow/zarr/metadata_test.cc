@@ -39,7 +39,7 @@ TEST(MetadataV3, WrongTypesAndSizes) {
   EXPECT_EQ(code_of(d), ErrorCode::kInvalidMetadata);
   d = base_v3();
   d["shape"] = {std::int64_t{1} << 62, 8};
-  EXPECT_EQ(code_of(d), ErrorCode::kOutOfRange);
+  EXPECT_EQ(code_of(d), ErrorCode::kInvalidMetadata);
   d = base_v3();
   d.erase("codecs");
   EXPECT_EQ(code_of(d), ErrorCode::kInvalidMetadata);

@@ -1,0 +1,218 @@
+"""CPU read benchmark: zarrflow vs tensorstore on the same ERA5-like stores, same thread count.
+
+Writes (with tensorstore, once per size/codec; reused afterwards) a float32 (N, 721, 1440) Zarr v3
+array, one field per chunk, for each codec:
+  raw, zstd level 3, blosc lz4 byte-shuffle, blosc zstd bit-shuffle,
+then reads each whole array with a warm page cache and reports, per reader and codec:
+  decoded GB/s (bytes of the float32 result / wall time) and CPU core-seconds per decoded GB
+  (user + system CPU time of the process / decoded GB).
+Results go to <out>/bench_read.json, bench_read.md (a table) and bench_read.png (a plot).
+
+Usage: python benchmarks/bench_read.py [--size-gb 2] [--threads N] [--data bench_data]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+import zarrflow
+from zarrflow.synthetic import FieldMaker
+
+NLAT, NLON = 721, 1440
+FIELD_BYTES = NLAT * NLON * 4
+
+CODECS = {
+    "raw": [],
+    "zstd-3": [{"name": "zstd", "configuration": {"level": 3, "checksum": False}}],
+    "blosc-lz4-shuffle": [{"name": "blosc", "configuration": {
+        "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}],
+    "blosc-zstd-bitshuffle": [{"name": "blosc", "configuration": {
+        "cname": "zstd", "clevel": 3, "shuffle": "bitshuffle", "typesize": 4, "blocksize": 0}}],
+}
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def progress(msg: str, i: int, n: int, t0: float) -> None:
+    done = (i + 1) / n
+    bar = "#" * int(30 * done) + "-" * (30 - int(30 * done))
+    rate = (i + 1) * FIELD_BYTES / 1e6 / max(time.perf_counter() - t0, 1e-9)
+    print(f"\r  {msg} [{bar}] {i + 1}/{n} fields, {rate:.0f} MB/s", end="", file=sys.stderr, flush=True)
+    if i + 1 == n:
+        print(file=sys.stderr)
+
+
+def make_fields(n: int) -> np.ndarray:
+    """N ERA5-like fields cycling through a few variables (each drifting in time)."""
+    makers = [FieldMaker(v, NLAT, NLON, seed=i) for i, v in enumerate(
+        ("2m_temperature", "u_component_of_wind", "v_component_of_wind", "geopotential",
+         "temperature", "specific_humidity"))]
+    out = np.empty((n, NLAT, NLON), dtype=np.float32)
+    t0 = time.perf_counter()
+    for i in range(n):
+        out[i] = makers[i % len(makers)].at(i // len(makers))
+        progress("generating", i, n, t0)
+    return out
+
+
+def ts_spec(path: Path, codec: str, threads: int, n: int | None = None) -> dict:
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path)},
+            "context": {"data_copy_concurrency": {"limit": threads},
+                        "file_io_concurrency": {"limit": threads}}}
+    if n is not None:
+        spec["metadata"] = {
+            "shape": [n, NLAT, NLON], "data_type": "float32",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, NLAT, NLON]}},
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}] + CODECS[codec],
+            "fill_value": 0.0}
+        spec["create"] = True
+        spec["delete_existing"] = True
+    return spec
+
+
+def write_store(path: Path, codec: str, data: np.ndarray, threads: int) -> None:
+    import tensorstore as ts
+
+    arr = ts.open(ts_spec(path, codec, threads, len(data))).result()
+    t0 = time.perf_counter()
+    step = max(1, threads)
+    for i in range(0, len(data), step):
+        arr[i:i + step].write(data[i:i + step]).result()
+        progress(f"writing {codec:<22}", min(i + step, len(data)) - 1, len(data), t0)
+    (path / ".complete").touch()
+
+
+def measure(read, nbytes: int, repeats: int) -> dict:
+    read()  # warm the page cache and the readers' own state
+    walls, cpus = [], []
+    for _ in range(repeats):
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        read()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(cpu_seconds() - c0)
+    wall = statistics.median(walls)
+    cpu = statistics.median(cpus)
+    gb = nbytes / 1e9
+    return {"wall_s": wall, "walls_s": walls, "cpu_s": cpu, "GBps": gb / wall,
+            "core_s_per_GB": cpu / gb}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-gb", type=float, default=2.0, help="decoded size of each store")
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--data", default="bench_data", help="where the stores are written")
+    ap.add_argument("--out", default="bench_results", help="where results go")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--codecs", default=",".join(CODECS))
+    args = ap.parse_args()
+
+    import tensorstore as ts
+
+    n = max(1, int(np.ceil(args.size_gb * 1e9 / FIELD_BYTES)))
+    data_dir, out_dir = Path(args.data), Path(args.out)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    codecs = args.codecs.split(",")
+    fields = None
+    for codec in codecs:
+        path = data_dir / f"era5_{n}x{NLAT}x{NLON}_{codec}.zarr"
+        if not (path / ".complete").exists():
+            if fields is None:
+                fields = make_fields(n)
+            write_store(path, codec, fields, args.threads)
+    del fields
+
+    zarrflow.set_num_threads(args.threads)
+    nbytes = n * FIELD_BYTES
+    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "host": platform.node(), "cpu": platform.processor() or platform.machine(),
+               "cores_visible": len(os.sched_getaffinity(0)), "threads": args.threads,
+               "fields": n, "decoded_bytes": nbytes, "tensorstore": ts.__version__,
+               "zarrflow": zarrflow.__version__, "runs": []}
+    out = np.empty((n, NLAT, NLON), dtype=np.float32)
+    for codec in codecs:
+        path = data_dir / f"era5_{n}x{NLAT}x{NLON}_{codec}.zarr"
+        stored = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+        zf = zarrflow.open_array(path)
+        tsa = ts.open(ts_spec(path, codec, args.threads)).result()
+        # Both must agree before either is timed.
+        zf.read(out=out)
+        if not np.array_equal(out.view(np.uint32), tsa.read().result().view(np.uint32)):
+            print(f"{codec}: zarrflow and tensorstore disagree", file=sys.stderr)
+            return 1
+        for reader, fn in (("zarrflow", lambda: zf.read(out=out)),
+                           ("tensorstore", lambda: tsa.read().result())):
+            r = measure(fn, nbytes, args.repeats)
+            r.update(codec=codec, reader=reader, stored_bytes=stored, ratio=nbytes / stored)
+            results["runs"].append(r)
+            print(f"{codec:<22} {reader:<12} {r['GBps']:7.2f} GB/s  {r['core_s_per_GB']:6.3f} "
+                  f"core-s/GB  (ratio {nbytes / stored:.2f})", flush=True)
+
+    (out_dir / "bench_read.json").write_text(json.dumps(results, indent=2))
+    table = write_table(results)
+    (out_dir / "bench_read.md").write_text(table)
+    print(table)
+    try:
+        plot(results, out_dir / "bench_read.png")
+    except ImportError:
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+    return 0
+
+
+def write_table(results: dict) -> str:
+    runs = {(r["codec"], r["reader"]): r for r in results["runs"]}
+    codecs = list(dict.fromkeys(r["codec"] for r in results["runs"]))
+    lines = [f"{results['fields']} fields of 721×1440 float32 "
+             f"({results['decoded_bytes'] / 1e9:.2f} GB decoded), {results['threads']} threads, "
+             f"warm page cache, median of the timed runs; {results['date']}",
+             "",
+             "| codec | ratio | zarrflow GB/s | tensorstore GB/s | zarrflow ÷ tensorstore "
+             "| zarrflow core-s/GB | tensorstore core-s/GB |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for c in codecs:
+        z, t = runs[(c, "zarrflow")], runs[(c, "tensorstore")]
+        lines.append(f"| {c} | {z['ratio']:.2f} | {z['GBps']:.2f} | {t['GBps']:.2f} | "
+                     f"{z['GBps'] / t['GBps']:.2f}× | {z['core_s_per_GB']:.3f} | "
+                     f"{t['core_s_per_GB']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    codecs = list(dict.fromkeys(r["codec"] for r in results["runs"]))
+    runs = {(r["codec"], r["reader"]): r for r in results["runs"]}
+    x = np.arange(len(codecs))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for k, reader in enumerate(("zarrflow", "tensorstore")):
+        vals = [runs[(c, reader)]["GBps"] for c in codecs]
+        ax.bar(x + (k - 0.5) * 0.38, vals, 0.38, label=reader)
+    ax.set_xticks(x, codecs)
+    ax.set_ylabel("decoded GB/s (warm cache)")
+    ax.set_title(f"Read of {results['decoded_bytes'] / 1e9:.1f} GB ERA5-like float32, "
+                 f"{results['threads']} threads")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
