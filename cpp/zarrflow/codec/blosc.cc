@@ -258,9 +258,10 @@ Result<std::shared_ptr<const Codec>> make_v2(const nlohmann::json& cfg, const Ch
   if (s.blocksize < 0)
     return invalid_metadata("field 'blocksize': expected 0 or more, got " +
                             std::to_string(s.blocksize));
+  // typesize absent or null: numcodecs uses the buffer's itemsize (0 here, meaning "not given").
   ZF_ASSIGN_OR_RETURN(s.typesize, config::get_int(cfg, "typesize", 0));
-  if (s.typesize < 0 || (cfg.is_object() && cfg.contains("typesize") &&
-                         !cfg["typesize"].is_null() && s.typesize == 0))
+  const bool given = cfg.is_object() && cfg.contains("typesize") && !cfg.at("typesize").is_null();
+  if (given && s.typesize < 1)
     return invalid_metadata("field 'typesize': expected a positive integer, got " +
                             std::to_string(s.typesize));
   return std::shared_ptr<const Codec>(std::make_shared<BloscCodec>(std::move(s)));

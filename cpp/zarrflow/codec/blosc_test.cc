@@ -2,6 +2,7 @@
 
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <blosc.h>
@@ -259,6 +260,24 @@ TEST(BloscCodec, RandomCorruptionNeverCrashes) {
     }
   }
   EXPECT_GT(failures, total / 10);
+}
+
+TEST(BloscCodec, ConcurrentDecodes) {
+  auto codec = default_codec();
+  const Bytes src = sample(500000, 13);
+  const Bytes enc = compress(src, "zstd", 1, 4);
+  std::vector<std::thread> threads;
+  std::vector<int> good(6, 0);
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        Bytes out(src.size());
+        if (codec->decode_into(enc, out).ok() && out == src) ++good[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 6; ++t) EXPECT_EQ(good[t], 10);
 }
 
 TEST(BloscCodec, Configuration) {

@@ -3,8 +3,8 @@
 // Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/gzip/index.html
 // Example: {"name": "gzip", "configuration": {"level": 5}}
 // Zarr v2 (numcodecs.GZip, numcodecs.Zlib): {"id": "gzip", "level": 1}, {"id": "zlib", "level": 1}
-// zarr-python's v3 name for numcodecs.Zlib: {"name": "numcodecs.zlib", "configuration": {"level":
-// 1}}
+// Zarr v3 name zarr-python gives numcodecs.Zlib:
+//   {"name": "numcodecs.zlib", "configuration": {"level": 1}}
 //
 // Like Python's gzip module (which numcodecs uses), gzip input may hold several members, and zero
 // bytes may pad the end; each member's CRC-32 and size are verified. Like zlib.decompress, bytes
@@ -13,6 +13,7 @@
 #include "zarrflow/codec/deflate.h"
 
 #include <algorithm>
+#include <memory>
 #include <new>
 
 #include <libdeflate.h>

@@ -2,6 +2,7 @@
 
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -196,6 +197,27 @@ TEST(DeflateCodec, ErrorsAndCorruption) {
         EXPECT_EQ(r.status().code(), ErrorCode::kCorruptData);
       }
     }
+  }
+}
+
+TEST(DeflateCodec, ConcurrentDecodes) {
+  // Decompressors are per thread; one codec serves many threads at once.
+  const Bytes src = sample(300000, 17);
+  for (auto w : {DeflateWrapper::kGzip, DeflateWrapper::kZlib}) {
+    auto codec = make_deflate_codec(w, 6);
+    const Bytes enc = compress(w, src);
+    std::vector<std::thread> threads;
+    std::vector<int> good(6, 0);
+    for (int t = 0; t < 6; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 10; ++i) {
+          Bytes out(src.size());
+          if (codec->decode_into(enc, out).ok() && out == src) ++good[t];
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < 6; ++t) EXPECT_EQ(good[t], 10);
   }
 }
 

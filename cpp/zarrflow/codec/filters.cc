@@ -1,31 +1,30 @@
 // numcodecs filters (Zarr v2 `filters`), decoded bit-exactly like numcodecs 0.16 on NumPy 2.
 // Spec: https://numcodecs.readthedocs.io/en/stable/filter/index.html (numcodecs/delta.py,
 //       fixedscaleoffset.py, astype.py, shuffle.py)
-// Examples: {"id": "delta", "dtype": "<i4", "astype": "<i2"}
-//           {"id": "fixedscaleoffset", "offset": 1000, "scale": 10, "dtype": "<f8", "astype":
-//           "|u1"}
-//           {"id": "astype", "encode_dtype": "<f4", "decode_dtype": "<f8"}
-//           {"id": "shuffle", "elementsize": 4}
-//           Zarr v3 (zarr-python): {"name": "numcodecs.shuffle", "configuration": {"elementsize":
-//           4}}
+// Examples:
+//   {"id": "delta", "dtype": "<i4", "astype": "<i2"}
+//   {"id": "fixedscaleoffset", "offset": 1000, "scale": 10, "dtype": "<f8", "astype": "|u1"}
+//   {"id": "astype", "encode_dtype": "<f4", "decode_dtype": "<f8"}
+//   {"id": "shuffle", "elementsize": 4}
+//   Zarr v3 (zarr-python): {"name": "numcodecs.shuffle", "configuration": {"elementsize": 4}}
 //
 // Each works on a flat buffer of NumPy typestr-typed elements ('<' / '>' byte order honoured on
 // both sides), supporting int8..64, uint8..64 and float16/32/64. What NumPy does, reproduced:
-//   delta             np.cumsum(enc, out=dec): the running sum is kept in
-//                     np.promote_types(astype, dtype) (int16+uint16 → int32, uint64+int64 →
-//                     float64, int16+float16 → float32, ...), each encoded value cast to it, and
-//                     each partial sum cast to dtype.
-//   fixedscaleoffset  (enc / scale) + offset with scale and offset as "weak" Python scalars
-//                     (NEP 50): in float64 for integer astype, in astype itself for float astype;
-//                     then .astype(dtype).
-//   astype            enc.astype(decode_dtype).
-//   shuffle           the byte transpose of numcodecs._shuffle; elementsize <= 1 copies.
+//   delta: np.cumsum(enc, out=dec) keeps the running sum in np.promote_types(astype, dtype)
+//     (int16+uint16 → int32, uint64+int64 → float64, int16+float16 → float32, ...), casts each
+//     encoded value to it, and casts each partial sum to dtype.
+//   fixedscaleoffset: (enc / scale) + offset with scale and offset as "weak" Python scalars
+//     (NEP 50): in float64 for integer astype, in astype itself for float astype; then
+//     .astype(dtype).
+//   astype: enc.astype(decode_dtype).
+//   shuffle: the byte transpose of numcodecs._shuffle; elementsize <= 1 copies.
 // Casts: integer→integer wraps; to float rounds to nearest even; float→integer truncates toward
 // zero, and out-of-range or NaN values give what NumPy gives on x86-64 (cvttsd2si's "integer
 // indefinite", e.g. int32 → INT32_MIN, int8 → 0, uint32 via the 2^31 bias trick).
 #include "zarrflow/codec/filters.h"
 
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -496,9 +495,13 @@ class FixedScaleOffsetCodec final : public ElementwiseFilter {
         scale_(scale),
         offset_(offset) {}
   [[nodiscard]] std::string describe() const override {
-    return "fixedscaleoffset(scale=" + nlohmann::json(scale_).dump() +
-           ", offset=" + nlohmann::json(offset_).dump() + ", dtype='" + dec_.str + "', astype='" +
-           enc_.str + "')";
+    // Shortest round-trip form: 1000 rather than 1000.0, 0.1 rather than 0.10000000000000001.
+    auto num = [](double v) {
+      char buf[32];
+      return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+    };
+    return "fixedscaleoffset(scale=" + num(scale_) + ", offset=" + num(offset_) + ", dtype='" +
+           dec_.str + "', astype='" + enc_.str + "')";
   }
 
  protected:

@@ -186,6 +186,8 @@ TEST(FixedScaleOffsetCodec, DocstringExampleAndRounding) {
                      {"dtype", "<f8"},
                      {"astype", "|u1"}});
   ASSERT_TRUE(codec);
+  EXPECT_EQ(codec->describe(),
+            "fixedscaleoffset(scale=10, offset=1000, dtype='<f8', astype='|u1')");
   EXPECT_EQ(decode_all(*codec, pack<std::uint8_t>({0, 1, 2, 255}), 32),
             pack<double>({1000.0, 1.0 / 10 + 1000, 2.0 / 10 + 1000, 255.0 / 10 + 1000}));
   // float→int truncates toward zero: 1/0.3 + 1 = 4.33 → 4, -7/0.3 + 1 = -22.3 → -22.

@@ -11,6 +11,7 @@
 #include "zarrflow/codec/zstd.h"
 
 #include <algorithm>
+#include <memory>
 #include <new>
 
 #include <zstd.h>

@@ -1,6 +1,7 @@
 #include "zarrflow/codec/zstd.h"
 
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -198,6 +199,28 @@ TEST(ZstdCodec, RandomCorruptionNeverCrashes) {
       }
     }
   }
+}
+
+TEST(ZstdCodec, ConcurrentDecodes) {
+  // Decoding contexts are per thread; one codec serves many threads at once.
+  auto codec = make_zstd_codec(3, false);
+  const Bytes src = sample(200000, 21);
+  const Bytes sized = compress(src), streamed = compress_streaming(src);
+  std::vector<std::thread> threads;
+  std::vector<int> good(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        Buffer scratch;
+        auto r =
+            codec->decode(i % 2 ? sized : streamed,
+                          t % 2 ? std::optional<std::size_t>(src.size()) : std::nullopt, scratch);
+        if (r.ok() && std::equal(r->begin(), r->end(), src.begin(), src.end())) ++good[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(good[t], 20) << t;
 }
 
 TEST(ZstdCodec, Configuration) {

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds zarrflow here for the GPU host's Python (3.12 by default) and packs it, with the shared
+# libraries the GPU image lacks, into .gpu/ (git-ignored), which the `device` tool carries:
+#   .gpu/site/zarrflow/   the package with _core*.so     .gpu/lib/   libblosc, libisal, ...
+#   .gpu/bin/             the GoogleTest binaries
+# On the GPU host: export PYTHONPATH=$PWD/.gpu/site LD_LIBRARY_PATH=$PWD/.gpu/lib
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${GPU_PYTHON:-/tmp/py312/bin/python}"
+BUILD=build/gpu-bundle
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZARRFLOW_BUILD_PYTHON=ON \
+  -DZARRFLOW_BUILD_TESTS=ON -DPython_EXECUTABLE="$PY" >/dev/null
+ninja -C "$BUILD"
+rm -rf .gpu && mkdir -p .gpu/site/zarrflow .gpu/lib .gpu/bin
+cp python/zarrflow/*.py .gpu/site/zarrflow/
+cp "$BUILD"/python/_core*.so .gpu/site/zarrflow/
+cp "$BUILD"/cpp/zarrflow_*_tests .gpu/bin/
+for lib in libblosc.so.1 libisal.so.2 libdeflate.so.0 liblz4.so.1 libzstd.so.1 libsnappy.so.1; do
+  src=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+  [ -n "$src" ] && cp -L "$src" .gpu/lib/
+done
+du -sh .gpu
