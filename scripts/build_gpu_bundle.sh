@@ -17,7 +17,7 @@ cp python/zarrflow/*.py .gpu/site/zarrflow/
 cp "$BUILD"/python/_core*.so .gpu/site/zarrflow/
 cp "$BUILD"/cpp/zarrflow_*_tests .gpu/bin/
 for lib in libblosc.so.1 libisal.so.2 libdeflate.so.0 liblz4.so.1 libzstd.so.1 libsnappy.so.1; do
-  src=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+  src=$(ldconfig -p | awk -v l="$lib" '$1 == l && !n++ {print $NF}')
   [ -n "$src" ] && cp -L "$src" .gpu/lib/
 done
 du -sh .gpu
