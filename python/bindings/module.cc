@@ -41,16 +41,26 @@ T value_or_throw(Result<T> r) {
 // The exception class zarrflow.errors maps each code to.
 const char* exception_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "InvalidArgumentError";
-    case ErrorCode::kInvalidMetadata: return "MetadataError";
-    case ErrorCode::kNotFound: return "NodeNotFoundError";
-    case ErrorCode::kUnimplemented: return "UnsupportedError";
-    case ErrorCode::kCorruptData: return "CorruptChunkError";
-    case ErrorCode::kChecksumMismatch: return "ChecksumError";
-    case ErrorCode::kIoError: return "StoreIOError";
-    case ErrorCode::kPathEscape: return "PathEscapeError";
-    case ErrorCode::kOutOfRange: return "ZarrflowIndexError";
-    default: return "ZarrflowError";
+    case ErrorCode::kInvalidArgument:
+      return "InvalidArgumentError";
+    case ErrorCode::kInvalidMetadata:
+      return "MetadataError";
+    case ErrorCode::kNotFound:
+      return "NodeNotFoundError";
+    case ErrorCode::kUnimplemented:
+      return "UnsupportedError";
+    case ErrorCode::kCorruptData:
+      return "CorruptChunkError";
+    case ErrorCode::kChecksumMismatch:
+      return "ChecksumError";
+    case ErrorCode::kIoError:
+      return "StoreIOError";
+    case ErrorCode::kPathEscape:
+      return "PathEscapeError";
+    case ErrorCode::kOutOfRange:
+      return "ZarrflowIndexError";
+    default:
+      return "ZarrflowError";
   }
 }
 
@@ -67,7 +77,8 @@ nb::tuple to_tuple(const Shape& s) {
   return nb::tuple(l);
 }
 
-Selection to_selection(const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& count,
+Selection to_selection(const std::vector<std::int64_t>& start,
+                       const std::vector<std::int64_t>& count,
                        const std::vector<std::int64_t>& step) {
   return {start, count, step};
 }
@@ -80,8 +91,8 @@ void read_into(const Array& arr, const std::vector<std::int64_t>& start,
   // Elements travel as themselves, or (raw types of odd sizes) as a trailing axis of bytes.
   const std::size_t nd = arr.shape().size();
   const std::size_t elem = arr.dtype().size;
-  const bool byte_axis = out.ndim() == nd + 1 && out.itemsize() == 1 && out.shape(nd) == elem &&
-                         out.stride(nd) == 1;
+  const bool byte_axis =
+      out.ndim() == nd + 1 && out.itemsize() == 1 && out.shape(nd) == elem && out.stride(nd) == 1;
   if (!byte_axis && out.itemsize() != elem)
     throw StatusError(invalid_argument("out has " + std::to_string(out.itemsize()) +
                                        "-byte elements, the array has " + std::to_string(elem)));
@@ -154,27 +165,33 @@ NB_MODULE(_core, m) {
       .def_prop_ro("dtype_name", [](const Array& a) { return a.metadata().dtype_json; })
       .def_prop_ro("chunks", [](const Array& a) { return to_tuple(a.read_chunk_shape()); })
       .def_prop_ro("grid_chunks", [](const Array& a) { return to_tuple(a.metadata().chunk_shape); })
-      .def_prop_ro("shards", [](const Array& a) -> nb::object {
-        auto s = a.shard_shape();
-        return s ? nb::object(to_tuple(*s)) : nb::none();
-      })
-      .def_prop_ro("fill_value_bytes", [](const Array& a) {
-        const auto& f = a.metadata().fill_value;
-        return nb::bytes(reinterpret_cast<const char*>(f.data()), f.size());
-      })
-      .def_prop_ro("fill_value_is_null", [](const Array& a) { return a.metadata().fill_value_json.is_null(); })
-      .def_prop_ro("dims", [](const Array& a) -> nb::object {
-        const auto& d = a.metadata().dimension_names;
-        if (!d) return nb::none();
-        nb::list l;
-        for (const auto& n : *d) l.append(n ? nb::object(nb::str(n->c_str())) : nb::none());
-        return nb::tuple(l);
-      })
+      .def_prop_ro("shards",
+                   [](const Array& a) -> nb::object {
+                     auto s = a.shard_shape();
+                     return s ? nb::object(to_tuple(*s)) : nb::none();
+                   })
+      .def_prop_ro("fill_value_bytes",
+                   [](const Array& a) {
+                     const auto& f = a.metadata().fill_value;
+                     return nb::bytes(reinterpret_cast<const char*>(f.data()), f.size());
+                   })
+      .def_prop_ro("fill_value_is_null",
+                   [](const Array& a) { return a.metadata().fill_value_json.is_null(); })
+      .def_prop_ro("dims",
+                   [](const Array& a) -> nb::object {
+                     const auto& d = a.metadata().dimension_names;
+                     if (!d) return nb::none();
+                     nb::list l;
+                     for (const auto& n : *d)
+                       l.append(n ? nb::object(nb::str(n->c_str())) : nb::none());
+                     return nb::tuple(l);
+                   })
       .def_prop_ro("attrs_json", [](const Array& a) { return a.metadata().attributes.dump(); })
       .def_prop_ro("codecs_json", [](const Array& a) { return a.metadata().codecs_json.dump(); })
       .def_prop_ro("metadata_json", [](const Array& a) { return a.metadata().raw.dump(); })
       .def_prop_ro("codecs_description", [](const Array& a) { return a.codecs().describe(); })
-      .def("chunk_key", [](const Array& a, const std::vector<std::int64_t>& c) { return a.chunk_key(c); })
+      .def("chunk_key",
+           [](const Array& a, const std::vector<std::int64_t>& c) { return a.chunk_key(c); })
       .def("read_into", &read_into, "start"_a, "count"_a, "step"_a, "out"_a,
            "executor"_a = nb::none())
       .def("storage_info", [](const Array& a) {
@@ -194,14 +211,17 @@ NB_MODULE(_core, m) {
       .def_prop_ro("path", &Group::path)
       .def_prop_ro("zarr_format", [](const Group& g) { return g.metadata().zarr_format; })
       .def_prop_ro("attrs_json", [](const Group& g) { return g.metadata().attributes.dump(); })
-      .def_prop_ro("consolidated", [](const Group& g) { return g.metadata().consolidated.has_value(); })
+      .def_prop_ro("consolidated",
+                   [](const Group& g) { return g.metadata().consolidated.has_value(); })
       .def("member_names", [](const Group& g) { return value_or_throw(g.member_names()); })
       .def("open_member", [](const Group& g, const std::string& name) {
         return wrap_node(value_or_throw(g.open_member(name)));
       });
 
-  m.def("open_node", [](std::shared_ptr<Store> store, const std::string& path,
-                        std::optional<int> zarr_format) {
-    return wrap_node(value_or_throw(open_node(std::move(store), path, zarr_format)));
-  }, "store"_a, "path"_a = "", "zarr_format"_a = nb::none());
+  m.def(
+      "open_node",
+      [](std::shared_ptr<Store> store, const std::string& path, std::optional<int> zarr_format) {
+        return wrap_node(value_or_throw(open_node(std::move(store), path, zarr_format)));
+      },
+      "store"_a, "path"_a = "", "zarr_format"_a = nb::none());
 }

@@ -68,15 +68,16 @@ def open_group(path: str | os.PathLike, **kwargs: Any) -> "Group":
     return node
 
 
-class Group:
-    """A Zarr group: a mapping from member names to arrays and groups."""
+class _Node:
+    """What arrays and groups share: a core handle, the executor reads use, path and attrs."""
 
-    def __init__(self, handle: _core.Group, executor: _core.Executor):
+    def __init__(self, handle: Any, executor: _core.Executor):
         self._h = handle
         self._executor = executor
 
     @property
     def path(self) -> str:
+        """Path of the node inside its store ("" for the root)."""
         return self._h.path
 
     @property
@@ -86,6 +87,10 @@ class Group:
     @cached_property
     def attrs(self) -> dict:
         return json.loads(self._h.attrs_json)
+
+
+class Group(_Node):
+    """A Zarr group: a mapping from member names to arrays and groups."""
 
     @property
     def consolidated(self) -> bool:
@@ -129,22 +134,10 @@ class Group:
         return f"<zarrflow.Group '{self.path or '/'}' v{self.zarr_format}>"
 
 
-class Array:
+class Array(_Node):
     """A Zarr array. Index it like NumPy (``arr[0, 10:20, ::2]``) to read into a new ndarray."""
 
-    def __init__(self, handle: _core.Array, executor: _core.Executor):
-        self._h = handle
-        self._executor = executor
-
     # --- metadata -------------------------------------------------------------------------
-    @property
-    def path(self) -> str:
-        return self._h.path
-
-    @property
-    def zarr_format(self) -> int:
-        return self._h.zarr_format
-
     @cached_property
     def shape(self) -> tuple[int, ...]:
         return tuple(self._h.shape)
@@ -180,10 +173,6 @@ class Array:
     def dims(self) -> tuple[str | None, ...] | None:
         """Dimension names (v3 dimension_names, or v2 xarray _ARRAY_DIMENSIONS)."""
         return self._h.dims
-
-    @cached_property
-    def attrs(self) -> dict:
-        return json.loads(self._h.attrs_json)
 
     @cached_property
     def fill_value(self) -> Any:

@@ -7,14 +7,18 @@
 
 #include <blosc.h>
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
+#include "zarrflow/codec/codec_test_util.h"
 
 #include "zarrflow/codec/registry.h"
 
 namespace zarrflow {
 namespace {
 
-using Bytes = std::vector<std::byte>;
+using codec_test::Bytes;
+using codec_test::expect_decodes;
+using codec_test::make;
 
 // Typed-looking data (slowly varying little-endian integers) so shuffles matter.
 Bytes sample(std::size_t n, unsigned seed = 1) {
@@ -45,30 +49,8 @@ Bytes compress(const Bytes& src, const char* cname, int shuffle, int typesize,
   return out;
 }
 
-std::shared_ptr<const BytesToBytesCodec> make(const CodecRegistry& reg, std::string_view name,
-                                              const nlohmann::json& cfg, ChunkSpec spec = {}) {
-  auto c = reg.create(name, cfg, spec);
-  EXPECT_TRUE(c.ok()) << c.status().to_string();
-  if (!c.ok()) return nullptr;
-  return std::dynamic_pointer_cast<const BytesToBytesCodec>(*c);
-}
-
 std::shared_ptr<const BytesToBytesCodec> default_codec() {
   return make(CodecRegistry::v2(), "blosc", {{"id", "blosc"}});
-}
-
-void expect_decodes(const BytesToBytesCodec& codec, const Bytes& enc, const Bytes& want) {
-  Buffer scratch;
-  auto a = codec.decode(enc, std::nullopt, scratch);
-  ASSERT_TRUE(a.ok()) << a.status().to_string();
-  ASSERT_TRUE(std::equal(a->begin(), a->end(), want.begin(), want.end()));
-  Buffer scratch2;
-  auto b = codec.decode(enc, want.size(), scratch2);
-  ASSERT_TRUE(b.ok()) << b.status().to_string();
-  ASSERT_TRUE(std::equal(b->begin(), b->end(), want.begin(), want.end()));
-  Bytes out(want.size());
-  ASSERT_TRUE(codec.decode_into(enc, out).ok());
-  ASSERT_EQ(out, want);
 }
 
 TEST(BloscCodec, EveryCompressorShuffleTypesizeAndBlocksize) {

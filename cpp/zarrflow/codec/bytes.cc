@@ -57,8 +57,7 @@ Result<std::shared_ptr<const Codec>> make_bytes(const nlohmann::json& cfg, const
   } else if (e == "big") {
     endian = Endian::kBig;
   } else if (e.empty()) {
-    if (needs_endian)
-      return invalid_metadata("'endian' is required for " + spec.dtype.v3_name());
+    if (needs_endian) return invalid_metadata("'endian' is required for " + spec.dtype.v3_name());
     endian = Endian::kNotApplicable;
   } else {
     return invalid_metadata("field 'endian': expected \"little\" or \"big\", got \"" + e + "\"");

@@ -1,5 +1,7 @@
 #include "zarrflow/codec/codec.h"
 
+#include <new>
+
 namespace zarrflow {
 
 std::int64_t ChunkSpec::num_elements() const {
@@ -8,9 +10,9 @@ std::int64_t ChunkSpec::num_elements() const {
   return n;
 }
 
-Status ArrayToBytesCodec::partial_decode_into(const ByteReader&, const ChunkSpec&,
-                                              const Selection&, const StridedView&,
-                                              const DecodeContext&, bool&) const {
+Status ArrayToBytesCodec::partial_decode_into(const ByteReader&, const ChunkSpec&, const Selection&,
+                                              const StridedView&, const DecodeContext&,
+                                              bool&) const {
   return internal_error(name() + " does not support partial reads");
 }
 
@@ -19,6 +21,16 @@ Status BytesToBytesCodec::decode_into(ConstByteSpan in, ByteSpan out) const {
   ZF_ASSIGN_OR_RETURN(ConstByteSpan decoded, decode(in, out.size(), scratch));
   ZF_RETURN_IF_ERROR(check_decoded_size(name(), decoded.size(), out.size()));
   if (!decoded.empty()) std::copy(decoded.begin(), decoded.end(), out.begin());
+  return {};
+}
+
+Status resize_scratch(std::string_view codec, Buffer& scratch, std::size_t n) {
+  try {
+    scratch.resize(n);
+  } catch (const std::bad_alloc&) {
+    return out_of_range(std::string(codec) + ": cannot allocate " + std::to_string(n) +
+                        " bytes for the output");
+  }
   return {};
 }
 

@@ -29,8 +29,8 @@ namespace zarrflow {
 // One chunk as a codec sees it on its decoded side.
 struct ChunkSpec {
   DataType dtype;
-  Shape shape;                         // elements per dimension (full chunk, also at array edges)
-  std::vector<std::byte> fill_value;   // one element in native byte order (dtype.size bytes)
+  Shape shape;                        // elements per dimension (full chunk, also at array edges)
+  std::vector<std::byte> fill_value;  // one element in native byte order (dtype.size bytes)
 
   [[nodiscard]] std::int64_t num_elements() const;
   [[nodiscard]] std::int64_t nbytes() const { return num_elements() * dtype.size; }
@@ -47,7 +47,9 @@ struct DecodeContext {
   BufferPool* buffers = nullptr;
   CoalesceOptions coalesce;
 
-  [[nodiscard]] Buffer acquire(std::size_t n) const { return buffers ? buffers->acquire(n) : Buffer(n); }
+  [[nodiscard]] Buffer acquire(std::size_t n) const {
+    return buffers ? buffers->acquire(n) : Buffer(n);
+  }
 };
 
 enum class CodecKind : std::uint8_t { kArrayToArray, kArrayToBytes, kBytesToBytes };
@@ -115,6 +117,11 @@ class BytesToBytesCodec : public Codec {
     return std::nullopt;
   }
 };
+
+// Resizes a codec's scratch buffer; an allocation failure becomes kOutOfRange naming `codec`
+// (sizes come from stored headers, so they are bounded before this is called, but a large
+// legitimate chunk can still exceed memory).
+Status resize_scratch(std::string_view codec, Buffer& scratch, std::size_t n);
 
 // Shared helper: kCorruptData unless `actual == expected`, phrased for `codec`.
 Status check_decoded_size(std::string_view codec, std::size_t actual, std::size_t expected);

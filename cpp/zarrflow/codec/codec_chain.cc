@@ -7,7 +7,8 @@
 namespace zarrflow {
 
 Result<CodecChain> CodecChain::from_v3_json(const nlohmann::json& codecs, const ChunkSpec& spec) {
-  if (!codecs.is_array()) return invalid_metadata("'codecs' must be an array, got " + codecs.dump());
+  if (!codecs.is_array())
+    return invalid_metadata("'codecs' must be an array, got " + codecs.dump());
   std::vector<std::shared_ptr<const Codec>> built;
   ChunkSpec current = spec;
   for (std::size_t i = 0; i < codecs.size(); ++i) {
@@ -25,7 +26,8 @@ Result<CodecChain> CodecChain::from_v3_json(const nlohmann::json& codecs, const 
             return invalid_metadata("codec '" + name + "': 'configuration' must be an object");
           if (v.is_object()) cfg = v;
         } else if (k == "must_understand") {
-          if (!v.is_boolean()) return invalid_metadata("codec '" + name + "': 'must_understand' must be a boolean");
+          if (!v.is_boolean())
+            return invalid_metadata("codec '" + name + "': 'must_understand' must be a boolean");
         } else {
           return invalid_metadata("codec '" + name + "': unknown member '" + k + "'");
         }
@@ -102,29 +104,45 @@ std::string CodecChain::describe() const {
   return s;
 }
 
-Status CodecChain::decode_into(ConstByteSpan stored, const Selection& sel,
-                               const StridedView& dest, const DecodeContext& ctx) const {
+Status CodecChain::decode_into(ConstByteSpan stored, const Selection& sel, const StridedView& dest,
+                               const DecodeContext& ctx) const {
   Selection s = sel;
   StridedView d = dest;
   for (const auto& c : a2a_) c->to_encoded(s, d);
   if (b2b_.empty()) return a2b_->decode_into(stored, a2b_spec_, s, d, ctx);
 
-  const auto fixed = a2b_->encoded_size(a2b_spec_);
+  // Exact output size of each bytes→bytes codec where the chain fixes it: the array→bytes size,
+  // then each codec's encoded_size of the one before (crc32c +4, v2 filters, ...).
+  const std::size_t n = b2b_.size();
+  std::vector<std::optional<std::size_t>> expected(n);
+  if (auto fixed = a2b_->encoded_size(a2b_spec_)) expected[0] = static_cast<std::size_t>(*fixed);
+  for (std::size_t i = 1; i < n; ++i) {
+    if (!expected[i - 1]) break;
+    if (auto e = b2b_[i - 1]->encoded_size(static_cast<std::int64_t>(*expected[i - 1])))
+      expected[i] = static_cast<std::size_t>(*e);
+  }
+  // Two scratch buffers alternate; a codec may return a view of its input (crc32c), so the next
+  // output always goes to the buffer that does not hold the current bytes.
   Buffer scratch[2];
   ConstByteSpan cur = stored;
-  const std::size_t n = b2b_.size();
-  // Decompress straight into the destination when it is the chunk's dense native layout.
-  const bool direct = fixed && a2b_->is_native_layout(a2b_spec_) && s.is_full(a2b_spec_.shape) &&
-                      d.is_c_contiguous(a2b_spec_.dtype.size);
+  auto free_buffer = [&]() -> Buffer& {
+    const std::byte* p = cur.data();
+    const bool in0 = scratch[0].data() != nullptr && p >= scratch[0].data() &&
+                     p < scratch[0].data() + scratch[0].capacity();
+    return in0 ? scratch[1] : scratch[0];
+  };
   for (std::size_t i = n; i-- > 1;) {
-    Buffer& out = scratch[i % 2];
-    ZF_ASSIGN_OR_RETURN(cur, b2b_[i]->decode(cur, std::nullopt, out));
+    Buffer& out = free_buffer();
+    if (expected[i]) out = ctx.acquire(*expected[i]);
+    ZF_ASSIGN_OR_RETURN(cur, b2b_[i]->decode(cur, expected[i], out));
   }
-  if (direct) return b2b_[0]->decode_into(cur, ByteSpan(d.data, static_cast<std::size_t>(*fixed)));
-  Buffer& last = scratch[0];
-  if (fixed) last = ctx.acquire(static_cast<std::size_t>(*fixed));
-  ZF_ASSIGN_OR_RETURN(cur, b2b_[0]->decode(cur, fixed ? std::optional<std::size_t>(*fixed)
-                                                      : std::nullopt, last));
+  // Decompress straight into the destination when it is the chunk's dense native layout.
+  if (expected[0] && a2b_->is_native_layout(a2b_spec_) && s.is_full(a2b_spec_.shape) &&
+      d.is_c_contiguous(a2b_spec_.dtype.size))
+    return b2b_[0]->decode_into(cur, ByteSpan(d.data, *expected[0]));
+  Buffer& last = free_buffer();
+  if (expected[0]) last = ctx.acquire(*expected[0]);
+  ZF_ASSIGN_OR_RETURN(cur, b2b_[0]->decode(cur, expected[0], last));
   return a2b_->decode_into(cur, a2b_spec_, s, d, ctx);
 }
 

@@ -5,12 +5,16 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
+#include "zarrflow/codec/codec_test_util.h"
 
 #include "zarrflow/codec/registry.h"
 
 namespace zarrflow {
 namespace {
+
+using codec_test::make;
 
 std::vector<std::byte> bytes_of(std::string_view s) {
   std::vector<std::byte> v(s.size());
@@ -41,14 +45,6 @@ std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
   std::vector<std::byte> v(n);
   for (auto& b : v) b = static_cast<std::byte>(rng());
   return v;
-}
-
-std::shared_ptr<const BytesToBytesCodec> make(const CodecRegistry& reg, std::string_view name,
-                                              const nlohmann::json& cfg = nullptr) {
-  auto c = reg.create(name, cfg, ChunkSpec{});
-  EXPECT_TRUE(c.ok()) << c.status().to_string();
-  if (!c.ok()) return nullptr;
-  return std::dynamic_pointer_cast<const BytesToBytesCodec>(*c);
 }
 
 TEST(Crc32cCodec, KnownVectors) {

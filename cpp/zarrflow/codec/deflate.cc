@@ -98,14 +98,7 @@ class DeflateCodec final : public BytesToBytesCodec {
   }
 
  private:
-  Status resize(Buffer& b, std::size_t n) const {
-    try {
-      b.resize(n);
-    } catch (const std::bad_alloc&) {
-      return out_of_range(name() + ": cannot allocate " + std::to_string(n) + " bytes");
-    }
-    return {};
-  }
+  Status resize(Buffer& b, std::size_t n) const { return resize_scratch(name(), b, n); }
 
   // Decompresses all of `in` into `out` and returns the number of bytes written. When a stream
   // does not fit, `grow(out)` either enlarges `out` (keeping its contents) or returns the error.

@@ -76,11 +76,11 @@ Result<bool> get_bool(const nlohmann::json& cfg, const char* field, std::optiona
   return wrong_type(field, "a boolean", *v);
 }
 
-Status reject_unknown_fields(const nlohmann::json& cfg, std::initializer_list<const char*> allowed) {
+Status reject_unknown_fields(const nlohmann::json& cfg,
+                             std::initializer_list<const char*> allowed) {
   if (!cfg.is_object()) return {};
   for (const auto& [key, value] : cfg.items()) {
-    bool ok = std::any_of(allowed.begin(), allowed.end(),
-                          [&](const char* a) { return key == a; });
+    bool ok = std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; });
     if (!ok) return invalid_metadata("unknown configuration field '" + key + "'");
   }
   return {};

@@ -44,7 +44,8 @@ Result<std::shared_ptr<const Codec>> CodecRegistry::create(std::string_view name
   if (it == factories_.end())
     return unimplemented("codec '" + std::string(name) + "' is not supported");
   auto made = it->second(configuration, spec);
-  if (!made.ok()) return std::move(made).take_status().annotate("codec '" + std::string(name) + "'");
+  if (!made.ok())
+    return std::move(made).take_status().annotate("codec '" + std::string(name) + "'");
   return made;
 }
 

@@ -32,8 +32,12 @@ class ShardingCodec final : public ArrayToBytesCodec {
  public:
   ShardingCodec(Shape inner_shape, Shape grid, CodecChain inner, CodecChain index,
                 std::uint64_t index_size, bool index_at_end)
-      : inner_shape_(std::move(inner_shape)), grid_(std::move(grid)), inner_(std::move(inner)),
-        index_(std::move(index)), index_size_(index_size), index_at_end_(index_at_end) {}
+      : inner_shape_(std::move(inner_shape)),
+        grid_(std::move(grid)),
+        inner_(std::move(inner)),
+        index_(std::move(index)),
+        index_size_(index_size),
+        index_at_end_(index_at_end) {}
 
   [[nodiscard]] std::string name() const override { return "sharding_indexed"; }
   [[nodiscard]] std::string describe() const override {
@@ -51,9 +55,8 @@ class ShardingCodec final : public ArrayToBytesCodec {
     if (encoded.size() < index_size_)
       return corrupt_data("sharding_indexed: shard has " + std::to_string(encoded.size()) +
                           " bytes, less than its " + std::to_string(index_size_) + "-byte index");
-    const ConstByteSpan index_bytes = index_at_end_
-                                          ? encoded.subspan(encoded.size() - index_size_)
-                                          : encoded.subspan(0, index_size_);
+    const ConstByteSpan index_bytes = index_at_end_ ? encoded.subspan(encoded.size() - index_size_)
+                                                    : encoded.subspan(0, index_size_);
     ZF_ASSIGN_OR_RETURN(auto index, decode_index(index_bytes, ctx));
     const auto blocks = chunk_blocks(sel, inner_shape_);
     return parallel_for(ctx.pool, blocks.size(), [&](std::size_t b) -> Status {
@@ -64,8 +67,8 @@ class ShardingCodec final : public ArrayToBytesCodec {
         fill_strided(view, spec.fill_value.data(), spec.dtype.size);
         return {};
       }
-      return inner_.decode_into(encoded.subspan(entry->offset, entry->length), blk.in_chunk, view,
-                                ctx)
+      return inner_
+          .decode_into(encoded.subspan(entry->offset, entry->length), blk.in_chunk, view, ctx)
           .annotate("inner chunk " + coords(blk.chunk));
     });
   }
@@ -200,18 +203,24 @@ class ShardingCodec final : public ArrayToBytesCodec {
 };
 
 Result<Shape> int_array(const nlohmann::json& cfg, const char* field) {
-  if (!cfg.contains(field)) return invalid_metadata(std::string("missing required field '") + field + "'");
+  if (!cfg.contains(field))
+    return invalid_metadata(std::string("missing required field '") + field + "'");
   const auto& a = cfg[field];
-  if (!a.is_array()) return invalid_metadata(std::string("field '") + field + "': expected an array of integers, got " + a.dump());
+  if (!a.is_array())
+    return invalid_metadata(std::string("field '") + field +
+                            "': expected an array of integers, got " + a.dump());
   Shape s;
   for (const auto& x : a) {
-    if (!x.is_number_integer()) return invalid_metadata(std::string("field '") + field + "': expected integers, got " + a.dump());
+    if (!x.is_number_integer())
+      return invalid_metadata(std::string("field '") + field + "': expected integers, got " +
+                              a.dump());
     s.push_back(x.get<std::int64_t>());
   }
   return s;
 }
 
-Result<std::shared_ptr<const Codec>> make_sharding(const nlohmann::json& cfg, const ChunkSpec& spec) {
+Result<std::shared_ptr<const Codec>> make_sharding(const nlohmann::json& cfg,
+                                                   const ChunkSpec& spec) {
   if (!cfg.is_object()) return invalid_metadata("configuration must be an object");
   ZF_RETURN_IF_ERROR(config::reject_unknown_fields(
       cfg, {"chunk_shape", "codecs", "index_codecs", "index_location"}));
@@ -242,9 +251,10 @@ Result<std::shared_ptr<const Codec>> make_sharding(const nlohmann::json& cfg, co
                        std::vector<std::byte>(8, std::byte{0xff})};
   const nlohmann::json default_index = nlohmann::json::parse(
       R"([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}])");
-  ZF_ASSIGN_OR_RETURN(auto index, CodecChain::from_v3_json(
-                                      cfg.contains("index_codecs") ? cfg["index_codecs"] : default_index,
-                                      index_spec));
+  ZF_ASSIGN_OR_RETURN(
+      auto index,
+      CodecChain::from_v3_json(cfg.contains("index_codecs") ? cfg["index_codecs"] : default_index,
+                               index_spec));
   auto index_size = index.encoded_size();
   if (!index_size)
     return invalid_metadata("'index_codecs' must produce a fixed-size index (e.g. bytes + crc32c)");

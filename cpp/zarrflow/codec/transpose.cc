@@ -53,8 +53,8 @@ class TransposeCodec final : public ArrayToArrayCodec {
 Result<std::shared_ptr<const Codec>> make_transpose(std::vector<std::int64_t> order,
                                                     std::size_t ndim) {
   if (order.size() != ndim)
-    return invalid_metadata("'order' has " + std::to_string(order.size()) +
-                            " entries for a " + std::to_string(ndim) + "-d chunk");
+    return invalid_metadata("'order' has " + std::to_string(order.size()) + " entries for a " +
+                            std::to_string(ndim) + "-d chunk");
   std::vector<bool> seen(ndim, false);
   for (auto o : order) {
     if (o < 0 || static_cast<std::size_t>(o) >= ndim || seen[static_cast<std::size_t>(o)])
@@ -79,7 +79,8 @@ Result<std::shared_ptr<const Codec>> make_transpose_json(const nlohmann::json& c
     for (std::size_t i = 0; i < nd; ++i) order.push_back(o == "C" ? i : nd - 1 - i);
   } else if (o.is_array()) {
     for (const auto& x : o) {
-      if (!x.is_number_integer()) return invalid_metadata("field 'order': expected integers, got " + o.dump());
+      if (!x.is_number_integer())
+        return invalid_metadata("field 'order': expected integers, got " + o.dump());
       order.push_back(x.get<std::int64_t>());
     }
   } else {

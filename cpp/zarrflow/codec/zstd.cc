@@ -54,14 +54,7 @@ Status zstd_error(std::size_t code, std::string_view context) {
   return corrupt_data(std::move(msg));
 }
 
-Status resize(Buffer& b, std::size_t n) {
-  try {
-    b.resize(n);
-  } catch (const std::bad_alloc&) {
-    return out_of_range("zstd: cannot allocate " + std::to_string(n) + " bytes for the output");
-  }
-  return {};
-}
+Status resize(Buffer& b, std::size_t n) { return resize_scratch("zstd", b, n); }
 
 // Sum of the content sizes declared by the frames in `in`; nullopt when any frame omits it.
 // Also rejects input that is not a sequence of whole frames.

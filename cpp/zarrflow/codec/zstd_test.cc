@@ -5,15 +5,19 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <zstd.h>
 #include <nlohmann/json.hpp>
+#include "zarrflow/codec/codec_test_util.h"
 
 #include "zarrflow/codec/registry.h"
 
 namespace zarrflow {
 namespace {
 
-using Bytes = std::vector<std::byte>;
+using codec_test::Bytes;
+using codec_test::expect_decodes;
+using codec_test::make;
 
 // Compressible pseudo-random data: runs of repeated bytes and noise.
 Bytes sample(std::size_t n, unsigned seed = 1) {
@@ -54,28 +58,6 @@ Bytes compress_streaming(const Bytes& src) {
   ZSTD_freeCCtx(c);
   out.resize(o.pos);
   return out;
-}
-
-std::shared_ptr<const BytesToBytesCodec> make(const CodecRegistry& reg, std::string_view name,
-                                              const nlohmann::json& cfg) {
-  auto c = reg.create(name, cfg, ChunkSpec{});
-  EXPECT_TRUE(c.ok()) << c.status().to_string();
-  if (!c.ok()) return nullptr;
-  return std::dynamic_pointer_cast<const BytesToBytesCodec>(*c);
-}
-
-void expect_decodes(const BytesToBytesCodec& codec, const Bytes& enc, const Bytes& want) {
-  Buffer scratch;
-  auto a = codec.decode(enc, std::nullopt, scratch);
-  ASSERT_TRUE(a.ok()) << a.status().to_string();
-  EXPECT_TRUE(std::equal(a->begin(), a->end(), want.begin(), want.end()));
-  Buffer scratch2;
-  auto b = codec.decode(enc, want.size(), scratch2);
-  ASSERT_TRUE(b.ok()) << b.status().to_string();
-  EXPECT_TRUE(std::equal(b->begin(), b->end(), want.begin(), want.end()));
-  Bytes out(want.size());
-  ASSERT_TRUE(codec.decode_into(enc, out).ok());
-  EXPECT_EQ(out, want);
 }
 
 TEST(ZstdCodec, RoundTrip) {

@@ -86,7 +86,8 @@ std::vector<ChunkBlock> chunk_blocks(const Selection& sel, const Shape& chunk_sh
 StridedView block_view(const StridedView& dest, const ChunkBlock& block) {
   StridedView v;
   v.data = dest.data;
-  for (std::size_t i = 0; i < block.out_offset.size(); ++i) v.data += block.out_offset[i] * dest.strides[i];
+  for (std::size_t i = 0; i < block.out_offset.size(); ++i)
+    v.data += block.out_offset[i] * dest.strides[i];
   v.shape = block.in_chunk.count;
   v.strides = dest.strides;
   return v;

@@ -4,17 +4,28 @@ namespace zarrflow {
 
 std::string_view error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kInvalidMetadata: return "invalid metadata";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kUnimplemented: return "unimplemented";
-    case ErrorCode::kCorruptData: return "corrupt data";
-    case ErrorCode::kChecksumMismatch: return "checksum mismatch";
-    case ErrorCode::kIoError: return "I/O error";
-    case ErrorCode::kPathEscape: return "path escapes store";
-    case ErrorCode::kOutOfRange: return "out of range";
-    case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kInvalidMetadata:
+      return "invalid metadata";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kUnimplemented:
+      return "unimplemented";
+    case ErrorCode::kCorruptData:
+      return "corrupt data";
+    case ErrorCode::kChecksumMismatch:
+      return "checksum mismatch";
+    case ErrorCode::kIoError:
+      return "I/O error";
+    case ErrorCode::kPathEscape:
+      return "path escapes store";
+    case ErrorCode::kOutOfRange:
+      return "out of range";
+    case ErrorCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

@@ -1,8 +1,8 @@
 // Status and Result<T>: the error vocabulary of every layer.
 //
 // The core never throws. A failing call returns a Status with a short code and a message; each
-// layer that passes it upward prefixes what it was doing (`status.annotate("reading chunk 'c/0/1'")`)
-// so the final message reads outermost-first, e.g.
+// layer that passes it upward prefixes what it was doing (`status.annotate("reading chunk
+// 'c/0/1'")`) so the final message reads outermost-first, e.g.
 //   array 'era5/t2m': chunk 'c/12/0/3': zstd: frame truncated
 // The Python binding maps codes 1:1 to exception types (see python/bindings/errors.cc).
 // Thread-safety: values; no shared state.
@@ -56,12 +56,18 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalid_argument(std::string msg) { return {ErrorCode::kInvalidArgument, std::move(msg)}; }
-inline Status invalid_metadata(std::string msg) { return {ErrorCode::kInvalidMetadata, std::move(msg)}; }
+inline Status invalid_argument(std::string msg) {
+  return {ErrorCode::kInvalidArgument, std::move(msg)};
+}
+inline Status invalid_metadata(std::string msg) {
+  return {ErrorCode::kInvalidMetadata, std::move(msg)};
+}
 inline Status not_found(std::string msg) { return {ErrorCode::kNotFound, std::move(msg)}; }
 inline Status unimplemented(std::string msg) { return {ErrorCode::kUnimplemented, std::move(msg)}; }
 inline Status corrupt_data(std::string msg) { return {ErrorCode::kCorruptData, std::move(msg)}; }
-inline Status checksum_mismatch(std::string msg) { return {ErrorCode::kChecksumMismatch, std::move(msg)}; }
+inline Status checksum_mismatch(std::string msg) {
+  return {ErrorCode::kChecksumMismatch, std::move(msg)};
+}
 inline Status io_error(std::string msg) { return {ErrorCode::kIoError, std::move(msg)}; }
 inline Status path_escape(std::string msg) { return {ErrorCode::kPathEscape, std::move(msg)}; }
 inline Status out_of_range(std::string msg) { return {ErrorCode::kOutOfRange, std::move(msg)}; }
@@ -73,7 +79,7 @@ class [[nodiscard]] Result {
   static_assert(!std::is_same_v<std::remove_cv_t<T>, Status>);
 
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(implicit)
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}        // NOLINT(implicit)
   Result(Status status) : v_(std::in_place_index<1>, std::move(status)) {  // NOLINT(implicit)
     if (std::get<1>(v_).ok()) v_.template emplace<1>(internal_error("Result built from OK Status"));
   }
@@ -112,21 +118,21 @@ Status to_status(Result<T>&& r) {
 #define ZF_CONCAT(a, b) ZF_CONCAT_INNER(a, b)
 
 // Returns the Status of `expr` (a Status or Result) from the enclosing function if it failed.
-#define ZF_RETURN_IF_ERROR(expr)                                            \
-  do {                                                                      \
+#define ZF_RETURN_IF_ERROR(expr)                                           \
+  do {                                                                     \
     ::zarrflow::Status zf_status_ = ::zarrflow::detail::to_status((expr)); \
-    if (!zf_status_.ok()) return zf_status_;                                \
+    if (!zf_status_.ok()) return zf_status_;                               \
   } while (0)
 
 // As above, prefixing `context` (anything convertible to string_view) to the message.
-#define ZF_RETURN_IF_ERROR_CTX(expr, context)                               \
-  do {                                                                      \
+#define ZF_RETURN_IF_ERROR_CTX(expr, context)                              \
+  do {                                                                     \
     ::zarrflow::Status zf_status_ = ::zarrflow::detail::to_status((expr)); \
-    if (!zf_status_.ok()) return std::move(zf_status_).annotate(context);   \
+    if (!zf_status_.ok()) return std::move(zf_status_).annotate(context);  \
   } while (0)
 
-#define ZF_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                             \
+#define ZF_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)      \
+  auto tmp = (expr);                                  \
   if (!tmp.ok()) return std::move(tmp).take_status(); \
   lhs = std::move(tmp).value()
 

@@ -10,8 +10,7 @@ Result<std::int64_t> checked_product(std::span<const std::int64_t> dims, std::in
   std::int64_t p = factor;
   for (std::int64_t d : dims) {
     if (d < 0) return out_of_range("negative dimension " + std::to_string(d));
-    if (__builtin_mul_overflow(p, d, &p))
-      return out_of_range("size overflows 64 bits");
+    if (__builtin_mul_overflow(p, d, &p)) return out_of_range("size overflows 64 bits");
   }
   return p;
 }
@@ -73,10 +72,29 @@ inline void swap_scalar(std::byte* p) {
 void swap_elem(std::byte* p, std::size_t elem_size, std::size_t unit) {
   for (std::size_t o = 0; o < elem_size; o += unit) {
     switch (unit) {
-      case 2: { std::uint16_t v; std::memcpy(&v, p + o, 2); v = __builtin_bswap16(v); std::memcpy(p + o, &v, 2); break; }
-      case 4: { std::uint32_t v; std::memcpy(&v, p + o, 4); v = __builtin_bswap32(v); std::memcpy(p + o, &v, 4); break; }
-      case 8: { std::uint64_t v; std::memcpy(&v, p + o, 8); v = __builtin_bswap64(v); std::memcpy(p + o, &v, 8); break; }
-      default: std::reverse(p + o, p + o + unit);
+      case 2: {
+        std::uint16_t v;
+        std::memcpy(&v, p + o, 2);
+        v = __builtin_bswap16(v);
+        std::memcpy(p + o, &v, 2);
+        break;
+      }
+      case 4: {
+        std::uint32_t v;
+        std::memcpy(&v, p + o, 4);
+        v = __builtin_bswap32(v);
+        std::memcpy(p + o, &v, 4);
+        break;
+      }
+      case 8: {
+        std::uint64_t v;
+        std::memcpy(&v, p + o, 8);
+        v = __builtin_bswap64(v);
+        std::memcpy(p + o, &v, 8);
+        break;
+      }
+      default:
+        std::reverse(p + o, p + o + unit);
     }
   }
 }
@@ -147,7 +165,8 @@ void fill_strided(const StridedView& v, const std::byte* value, std::size_t elem
     if (inner_dense && zero) {
       std::memset(p, 0, static_cast<std::size_t>(inner) * elem_size);
     } else {
-      for (std::int64_t i = 0; i < inner; ++i) std::memcpy(p + i * d.dst[d.n - 1], value, elem_size);
+      for (std::int64_t i = 0; i < inner; ++i)
+        std::memcpy(p + i * d.dst[d.n - 1], value, elem_size);
     }
     int k = d.n - 2;
     for (; k >= 0; --k) {
@@ -160,7 +179,8 @@ void fill_strided(const StridedView& v, const std::byte* value, std::size_t elem
 
 void byteswap_inplace(std::byte* bytes, std::size_t nbytes, std::size_t swap_unit) {
   if (swap_unit <= 1) return;
-  for (std::size_t o = 0; o + swap_unit <= nbytes; o += swap_unit) swap_elem(bytes + o, swap_unit, swap_unit);
+  for (std::size_t o = 0; o + swap_unit <= nbytes; o += swap_unit)
+    swap_elem(bytes + o, swap_unit, swap_unit);
 }
 
 }  // namespace zarrflow

@@ -24,8 +24,8 @@ TEST(CopyStrided, TransposedCopyWithByteSwap) {
   // src: 2x3 uint16 big-endian in C order; dst: the transpose (3x2) in native order.
   std::vector<std::uint16_t> src = {0x0100, 0x0200, 0x0300, 0x0400, 0x0500, 0x0600};
   std::vector<std::uint16_t> dst(6, 0);
-  Shape shape{3, 2};               // iterate over dst
-  Shape src_strides{2, 6};         // dst[i][j] = src[j][i]
+  Shape shape{3, 2};        // iterate over dst
+  Shape src_strides{2, 6};  // dst[i][j] = src[j][i]
   Shape dst_strides{4, 2};
   copy_strided(reinterpret_cast<const std::byte*>(src.data()), src_strides,
                reinterpret_cast<std::byte*>(dst.data()), dst_strides, shape, 2, 2);

@@ -95,8 +95,7 @@ Status ThreadPool::parallel_for(std::size_t n, const std::function<Status(std::s
   return std::move(state->first_error);
 }
 
-Status parallel_for(ThreadPool* pool, std::size_t n,
-                    const std::function<Status(std::size_t)>& fn) {
+Status parallel_for(ThreadPool* pool, std::size_t n, const std::function<Status(std::size_t)>& fn) {
   if (pool != nullptr) return pool->parallel_for(n, fn);
   for (std::size_t i = 0; i < n; ++i) ZF_RETURN_IF_ERROR(fn(i));
   return {};

@@ -13,22 +13,26 @@ namespace {
 TEST(ThreadPool, RunsEveryItemOnce) {
   ThreadPool pool(3);
   std::vector<std::atomic<int>> hits(1000);
-  ASSERT_TRUE(pool.parallel_for(hits.size(), [&](std::size_t i) {
-                    hits[i]++;
-                    return Status();
-                  }).ok());
+  ASSERT_TRUE(pool.parallel_for(hits.size(),
+                                [&](std::size_t i) {
+                                  hits[i]++;
+                                  return Status();
+                                })
+                  .ok());
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);
 }
 
 TEST(ThreadPool, NestedLoopsDoNotDeadlockOnOneThread) {
   ThreadPool pool(1);
   std::atomic<int> n{0};
-  ASSERT_TRUE(pool.parallel_for(8, [&](std::size_t) {
-                    return pool.parallel_for(8, [&](std::size_t) {
-                      n++;
-                      return Status();
-                    });
-                  }).ok());
+  ASSERT_TRUE(pool.parallel_for(8,
+                                [&](std::size_t) {
+                                  return pool.parallel_for(8, [&](std::size_t) {
+                                    n++;
+                                    return Status();
+                                  });
+                                })
+                  .ok());
   EXPECT_EQ(n.load(), 64);
 }
 

@@ -17,7 +17,8 @@ Result<ByteRange> resolve_range(const ByteRange& r, std::uint64_t size, std::str
   return r;
 }
 
-Result<std::optional<std::vector<Buffer>>> WindowReader::read(std::span<const ByteRange> ranges) const {
+Result<std::optional<std::vector<Buffer>>> WindowReader::read(
+    std::span<const ByteRange> ranges) const {
   std::vector<ByteRange> shifted;
   shifted.reserve(ranges.size());
   for (const auto& r : ranges) {
@@ -31,7 +32,8 @@ std::string WindowReader::describe() const {
   return parent_.describe() + " " + ByteRange::of(offset_, length_).to_string();
 }
 
-Result<std::optional<std::vector<Buffer>>> MemoryReader::read(std::span<const ByteRange> ranges) const {
+Result<std::optional<std::vector<Buffer>>> MemoryReader::read(
+    std::span<const ByteRange> ranges) const {
   std::vector<Buffer> out;
   out.reserve(ranges.size());
   for (const auto& r : ranges) {

@@ -21,7 +21,8 @@ class ByteReader {
   // Total size in bytes, or nullopt when the value does not exist.
   virtual Result<std::optional<std::uint64_t>> size() const = 0;
   // The bytes of each range, in order; nullopt when the value does not exist.
-  virtual Result<std::optional<std::vector<Buffer>>> read(std::span<const ByteRange> ranges) const = 0;
+  virtual Result<std::optional<std::vector<Buffer>>> read(
+      std::span<const ByteRange> ranges) const = 0;
   // Names the value in error messages.
   [[nodiscard]] virtual std::string describe() const = 0;
 };
@@ -30,7 +31,8 @@ class StoreKeyReader final : public ByteReader {
  public:
   StoreKeyReader(const Store& store, std::string key) : store_(store), key_(std::move(key)) {}
   Result<std::optional<std::uint64_t>> size() const override { return store_.size(key_); }
-  Result<std::optional<std::vector<Buffer>>> read(std::span<const ByteRange> ranges) const override {
+  Result<std::optional<std::vector<Buffer>>> read(
+      std::span<const ByteRange> ranges) const override {
     return store_.get_ranges(key_, ranges);
   }
   [[nodiscard]] std::string describe() const override { return store_.describe_key(key_); }
@@ -57,7 +59,9 @@ class WindowReader final : public ByteReader {
 class MemoryReader final : public ByteReader {
  public:
   MemoryReader(ConstByteSpan bytes, std::string name) : bytes_(bytes), name_(std::move(name)) {}
-  Result<std::optional<std::uint64_t>> size() const override { return std::optional<std::uint64_t>(bytes_.size()); }
+  Result<std::optional<std::uint64_t>> size() const override {
+    return std::optional<std::uint64_t>(bytes_.size());
+  }
   Result<std::optional<std::vector<Buffer>>> read(std::span<const ByteRange> ranges) const override;
   [[nodiscard]] std::string describe() const override { return name_; }
 

@@ -76,7 +76,9 @@ Result<std::shared_ptr<FileStore>> FileStore::open(const std::string& root) {
 }
 
 FileStore::FileStore(std::string root, std::string real_root, int root_fd)
-    : root_(std::move(root)), real_root_(std::move(real_root)), root_fd_(root_fd),
+    : root_(std::move(root)),
+      real_root_(std::move(real_root)),
+      root_fd_(root_fd),
       pool_(std::size_t{256} << 20) {
   long probe = sys_openat2(root_fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   have_openat2_ = probe >= 0;
@@ -85,9 +87,7 @@ FileStore::FileStore(std::string root, std::string real_root, int root_fd)
 
 FileStore::~FileStore() { ::close(root_fd_); }
 
-std::string FileStore::describe_key(std::string_view key) const {
-  return join_key(root_, key);
-}
+std::string FileStore::describe_key(std::string_view key) const { return join_key(root_, key); }
 
 Result<int> FileStore::open_key(std::string_view key, int flags) const {
   ZF_RETURN_IF_ERROR(validate_key(key, /*allow_empty=*/true));
@@ -135,10 +135,12 @@ Result<std::optional<Buffer>> FileStore::get(std::string_view key) const {
   if (raw_fd < 0) return std::optional<Buffer>();
   FdGuard fd(raw_fd);
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
+  if (::fstat(fd.get(), &st) != 0)
+    return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
   if (S_ISDIR(st.st_mode)) return is_directory(key);
   Buffer b = pool_.acquire(static_cast<std::size_t>(st.st_size));
-  ZF_ASSIGN_OR_RETURN(std::size_t n, pread_full(fd.get(), b.data(), b.size(), 0, describe_key(key)));
+  ZF_ASSIGN_OR_RETURN(std::size_t n,
+                      pread_full(fd.get(), b.data(), b.size(), 0, describe_key(key)));
   b.resize(n);  // a file that shrank under us reads short; codecs then report the size mismatch
   return std::optional<Buffer>(std::move(b));
 }
@@ -149,7 +151,8 @@ Result<std::optional<std::vector<Buffer>>> FileStore::get_ranges(
   if (raw_fd < 0) return std::optional<std::vector<Buffer>>();
   FdGuard fd(raw_fd);
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
+  if (::fstat(fd.get(), &st) != 0)
+    return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
   if (S_ISDIR(st.st_mode)) return is_directory(key);
   const auto size = static_cast<std::uint64_t>(st.st_size);
   std::vector<Buffer> out;
@@ -171,12 +174,14 @@ Result<bool> FileStore::read_exact(std::string_view key, ByteSpan dst) const {
   if (raw_fd < 0) return false;
   FdGuard fd(raw_fd);
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
+  if (::fstat(fd.get(), &st) != 0)
+    return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
   if (S_ISDIR(st.st_mode)) return is_directory(key);
   if (static_cast<std::uint64_t>(st.st_size) != dst.size())
     return corrupt_data(describe_key(key) + " has " + std::to_string(st.st_size) +
                         " bytes, expected " + std::to_string(dst.size()));
-  ZF_ASSIGN_OR_RETURN(std::size_t n, pread_full(fd.get(), dst.data(), dst.size(), 0, describe_key(key)));
+  ZF_ASSIGN_OR_RETURN(std::size_t n,
+                      pread_full(fd.get(), dst.data(), dst.size(), 0, describe_key(key)));
   if (n != dst.size())
     return corrupt_data(describe_key(key) + ": short read (" + std::to_string(n) + " of " +
                         std::to_string(dst.size()) + " bytes)");
@@ -188,7 +193,8 @@ Result<std::optional<std::uint64_t>> FileStore::size(std::string_view key) const
   if (raw_fd < 0) return std::optional<std::uint64_t>();
   FdGuard fd(raw_fd);
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
+  if (::fstat(fd.get(), &st) != 0)
+    return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
   if (S_ISDIR(st.st_mode)) return is_directory(key);
   return std::optional(static_cast<std::uint64_t>(st.st_size));
 }

@@ -25,8 +25,10 @@ Status validate_key(std::string_view key, bool allow_empty) {
     if (allow_empty) return {};
     return invalid_argument("empty key");
   }
-  if (key.find('\0') != std::string_view::npos) return path_escape(quoted() + " contains a NUL byte");
-  if (key.find('\\') != std::string_view::npos) return path_escape(quoted() + " contains a backslash");
+  if (key.find('\0') != std::string_view::npos)
+    return path_escape(quoted() + " contains a NUL byte");
+  if (key.find('\\') != std::string_view::npos)
+    return path_escape(quoted() + " contains a backslash");
   const std::string outside = ": it would resolve outside the store root";
   if (key.front() == '/') return path_escape(quoted() + " is absolute" + outside);
   std::size_t pos = 0;

@@ -27,7 +27,9 @@ struct ByteRange {
   std::uint64_t length = 0;
   bool suffix = false;
 
-  static ByteRange of(std::uint64_t offset, std::uint64_t length) { return {offset, length, false}; }
+  static ByteRange of(std::uint64_t offset, std::uint64_t length) {
+    return {offset, length, false};
+  }
   static ByteRange last(std::uint64_t length) { return {0, length, true}; }
   [[nodiscard]] std::string to_string() const;
 };

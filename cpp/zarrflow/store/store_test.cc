@@ -18,8 +18,9 @@ std::string text(const Buffer& b) { return {reinterpret_cast<const char*>(b.data
 class FileStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = fs::temp_directory_path() / ("zarrflow-store-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    base_ = fs::temp_directory_path() /
+            ("zarrflow-store-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(base_);
     fs::create_directories(base_ / "root" / "a" / "c");
     write(base_ / "root" / "a" / "c" / "0", "0123456789");
@@ -67,7 +68,8 @@ TEST_F(FileStoreTest, ReadExactChecksSize) {
 }
 
 TEST_F(FileStoreTest, RejectsEscapingKeys) {
-  for (const char* key : {"../outside.txt", "a/../../outside.txt", "/etc/passwd", "a/./c/0", "a//c"}) {
+  for (const char* key :
+       {"../outside.txt", "a/../../outside.txt", "/etc/passwd", "a/./c/0", "a//c"}) {
     auto r = store_->get(key);
     ASSERT_FALSE(r.ok()) << key;
     EXPECT_EQ(r.status().code(), ErrorCode::kPathEscape) << key;
@@ -126,7 +128,7 @@ TEST(MemoryStore, BasicOperations) {
 TEST(ByteReaders, WindowOfAWindow) {
   const std::string s = "0123456789abcdef";
   MemoryReader mem(std::as_bytes(std::span(s.data(), s.size())), "mem");
-  WindowReader outer(mem, 4, 10);  // "456789abcd"
+  WindowReader outer(mem, 4, 10);   // "456789abcd"
   WindowReader inner(outer, 2, 5);  // "6789a"
   std::vector<ByteRange> r = {ByteRange::of(1, 3), ByteRange::last(2)};
   auto parts = inner.read(r);

@@ -8,15 +8,20 @@ namespace zarrflow {
 Result<std::shared_ptr<Array>> Array::open(std::shared_ptr<const Store> store, std::string path,
                                            ArrayMetadata metadata) {
   auto chain = build_codec_chain(metadata);
-  if (!chain.ok()) return std::move(chain).take_status().annotate("array '" + store->describe_key(path) + "'");
+  if (!chain.ok())
+    return std::move(chain).take_status().annotate("array '" + store->describe_key(path) + "'");
   return std::shared_ptr<Array>(
       new Array(std::move(store), std::move(path), std::move(metadata), std::move(chain).value()));
 }
 
 Array::Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md,
              CodecChain chain)
-    : store_(std::move(store)), path_(std::move(path)), md_(std::move(md)), chain_(std::move(chain)) {
-  if (const Shape* inner = sharding_inner_shape(chain_.array_to_bytes())) inner_chunk_shape_ = *inner;
+    : store_(std::move(store)),
+      path_(std::move(path)),
+      md_(std::move(md)),
+      chain_(std::move(chain)) {
+  if (const Shape* inner = sharding_inner_shape(chain_.array_to_bytes()))
+    inner_chunk_shape_ = *inner;
   raw_native_ = chain_.is_identity();
   name_ = store_->describe_key(path_);
 }
@@ -43,14 +48,16 @@ Status Array::check_region(const Selection& region, const StridedView& dest) con
     return invalid_argument("destination shape does not match the region");
   for (std::size_t i = 0; i < nd; ++i) {
     const auto start = region.start[i], count = region.count[i], step = region.step[i];
-    if (step < 1) return invalid_argument("region step must be >= 1 in dimension " + std::to_string(i));
-    if (count < 0 || start < 0) return out_of_range("negative region in dimension " + std::to_string(i));
+    if (step < 1)
+      return invalid_argument("region step must be >= 1 in dimension " + std::to_string(i));
+    if (count < 0 || start < 0)
+      return out_of_range("negative region in dimension " + std::to_string(i));
     if (count == 0) continue;
     std::int64_t last = 0;
-    if (__builtin_mul_overflow(count - 1, step, &last) || __builtin_add_overflow(last, start, &last) ||
-        last >= md_.shape[i])
-      return out_of_range("region [" + std::to_string(start) + ", " + std::to_string(start) + " + " +
-                          std::to_string(count) + "×" + std::to_string(step) +
+    if (__builtin_mul_overflow(count - 1, step, &last) ||
+        __builtin_add_overflow(last, start, &last) || last >= md_.shape[i])
+      return out_of_range("region [" + std::to_string(start) + ", " + std::to_string(start) +
+                          " + " + std::to_string(count) + "×" + std::to_string(step) +
                           ") exceeds dimension " + std::to_string(i) + " of size " +
                           std::to_string(md_.shape[i]));
   }
@@ -89,7 +96,8 @@ Status Array::read_chunk(const ChunkBlock& block, const StridedView& view,
   }
   if (raw_native_ && block.in_chunk.is_full(spec.shape) && view.is_c_contiguous(spec.dtype.size)) {
     // Uncompressed chunk read whole: straight from the store into the destination.
-    auto found = store_->read_exact(key, ByteSpan(view.data, static_cast<std::size_t>(spec.nbytes())));
+    auto found =
+        store_->read_exact(key, ByteSpan(view.data, static_cast<std::size_t>(spec.nbytes())));
     if (!found.ok()) return annotate(std::move(found).take_status());
     return *found ? Status() : fill();
   }

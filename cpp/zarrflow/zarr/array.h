@@ -22,16 +22,16 @@
 namespace zarrflow {
 
 struct ReadOptions {
-  ThreadPool* pool = nullptr;      // chunk-parallel decode; null = the calling thread only
-  BufferPool* buffers = nullptr;   // scratch for decompression; null = plain allocations
-  CoalesceOptions coalesce;        // merging of shard range reads
+  ThreadPool* pool = nullptr;     // chunk-parallel decode; null = the calling thread only
+  BufferPool* buffers = nullptr;  // scratch for decompression; null = plain allocations
+  CoalesceOptions coalesce;       // merging of shard range reads
 };
 
 // What is stored for an array (for `inspect`).
 struct StorageInfo {
-  std::int64_t chunks_total = 0;    // stored grid cells (shards for sharded arrays)
+  std::int64_t chunks_total = 0;  // stored grid cells (shards for sharded arrays)
   std::int64_t chunks_present = 0;
-  std::uint64_t stored_bytes = 0;   // bytes of present chunks
+  std::uint64_t stored_bytes = 0;  // bytes of present chunks
 };
 
 class Array {
@@ -59,7 +59,8 @@ class Array {
 
  private:
   Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md, CodecChain chain);
-  Status read_chunk(const ChunkBlock& block, const StridedView& dest, const DecodeContext& ctx) const;
+  Status read_chunk(const ChunkBlock& block, const StridedView& dest,
+                    const DecodeContext& ctx) const;
   Status check_region(const Selection& region, const StridedView& dest) const;
 
   std::shared_ptr<const Store> store_;

@@ -17,7 +17,9 @@ std::span<const std::byte> as_bytes_of(const std::vector<std::int32_t>& v) {
 }
 
 // Values of the full array: element (i, j) = i * 100 + j.
-std::int32_t value(std::int64_t i, std::int64_t j) { return static_cast<std::int32_t>(i * 100 + j); }
+std::int32_t value(std::int64_t i, std::int64_t j) {
+  return static_cast<std::int32_t>(i * 100 + j);
+}
 
 // Writes a 5x7 int32 array with chunks 2x3 (edge chunks are full-size, padded with -1) as raw,
 // little-endian, C-order chunks; chunk (1, 1) is left missing.
@@ -33,8 +35,9 @@ std::shared_ptr<MemoryStore> make_store(const std::string& zarr_json) {
           const std::int64_t i = ci * 2 + a, j = cj * 3 + b;
           if (i < 5 && j < 7) chunk[a * 3 + b] = value(i, j);
         }
-      EXPECT_TRUE(store->set("arr/c/" + std::to_string(ci) + "/" + std::to_string(cj),
-                             as_bytes_of(chunk)).ok());
+      EXPECT_TRUE(
+          store->set("arr/c/" + std::to_string(ci) + "/" + std::to_string(cj), as_bytes_of(chunk))
+              .ok());
     }
   return store;
 }
@@ -58,8 +61,10 @@ std::vector<std::int32_t> read(const Array& arr, const Selection& sel, Status* s
   std::vector<std::int32_t> out(static_cast<std::size_t>(n), -7);
   StridedView v{reinterpret_cast<std::byte*>(out.data()), sel.count, c_strides(sel.count, 4)};
   Status s = arr.read(sel, v, ReadOptions{pool, nullptr, {}});
-  if (status) *status = s;
-  else EXPECT_TRUE(s.ok()) << s.to_string();
+  if (status)
+    *status = s;
+  else
+    EXPECT_TRUE(s.ok()) << s.to_string();
   return out;
 }
 
@@ -83,9 +88,8 @@ TEST(Array, StridedRegionAcrossChunks) {
   auto arr = open_array(make_store(kRawJson), "arr");
   Selection sel{{0, 1}, {3, 3}, {2, 2}};  // rows 0,2,4; cols 1,3,5
   auto got = read(*arr, sel);
-  const std::vector<std::int32_t> want = {value(0, 1), value(0, 3), value(0, 5),
-                                          value(2, 1), 42,          42,
-                                          value(4, 1), value(4, 3), value(4, 5)};
+  const std::vector<std::int32_t> want = {value(0, 1), value(0, 3), value(0, 5), value(2, 1), 42,
+                                          42,          value(4, 1), value(4, 3), value(4, 5)};
   EXPECT_EQ(got, want);
 }
 
@@ -104,7 +108,8 @@ TEST(Array, WrongChunkSizeNamesTheChunk) {
   Status s;
   read(*arr, Selection::full({5, 7}), &s);
   EXPECT_EQ(s.code(), ErrorCode::kCorruptData);
-  EXPECT_NE(s.message().find("array 'memory://arr': chunk 'c/0/1'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("array 'memory://arr': chunk 'c/0/1'"), std::string::npos)
+      << s.message();
 }
 
 TEST(Array, StorageInfoCountsChunks) {
@@ -119,12 +124,16 @@ TEST(Array, StorageInfoCountsChunks) {
 TEST(Array, V2FortranOrderBigEndian) {
   // 2x3 int32 array stored as one F-order big-endian chunk with '/' separator.
   auto store = std::make_shared<MemoryStore>();
-  ASSERT_TRUE(store->set("v2/.zarray", std::string_view(R"({"zarr_format": 2, "shape": [2, 3],
+  ASSERT_TRUE(store
+                  ->set("v2/.zarray", std::string_view(R"({"zarr_format": 2, "shape": [2, 3],
     "chunks": [2, 3], "dtype": ">i4", "compressor": null, "filters": null, "fill_value": 0,
-    "order": "F", "dimension_separator": "/"})")).ok());
-  ASSERT_TRUE(store->set("v2/.zattrs", std::string_view(R"({"_ARRAY_DIMENSIONS": ["a", "b"]})")).ok());
+    "order": "F", "dimension_separator": "/"})"))
+                  .ok());
+  ASSERT_TRUE(
+      store->set("v2/.zattrs", std::string_view(R"({"_ARRAY_DIMENSIONS": ["a", "b"]})")).ok());
   // F order: (0,0) (1,0) (0,1) (1,1) (0,2) (1,2), each big-endian.
-  std::vector<std::int32_t> f = {value(0, 0), value(1, 0), value(0, 1), value(1, 1), value(0, 2), value(1, 2)};
+  std::vector<std::int32_t> f = {value(0, 0), value(1, 0), value(0, 1),
+                                 value(1, 1), value(0, 2), value(1, 2)};
   for (auto& x : f) x = static_cast<std::int32_t>(__builtin_bswap32(static_cast<std::uint32_t>(x)));
   ASSERT_TRUE(store->set("v2/0/0", as_bytes_of(f)).ok());
   auto arr = open_array(store, "v2");
@@ -136,10 +145,12 @@ TEST(Array, V2FortranOrderBigEndian) {
 
 TEST(Array, ZeroDimensional) {
   auto store = std::make_shared<MemoryStore>();
-  ASSERT_TRUE(store->set("s/zarr.json", std::string_view(R"({"zarr_format": 3, "node_type": "array",
+  ASSERT_TRUE(store
+                  ->set("s/zarr.json", std::string_view(R"({"zarr_format": 3, "node_type": "array",
     "shape": [], "data_type": "int32", "chunk_grid": {"name": "regular",
     "configuration": {"chunk_shape": []}}, "chunk_key_encoding": {"name": "default"},
-    "fill_value": 5, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})")).ok());
+    "fill_value": 5, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]})"))
+                  .ok());
   auto arr = open_array(store, "s");
   EXPECT_EQ(read(*arr, Selection{}), (std::vector<std::int32_t>{5}));
   std::vector<std::int32_t> one = {9};
@@ -156,7 +167,8 @@ std::shared_ptr<MemoryStore> make_sharded(const char* location, std::uint64_t co
     "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2],
       "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
       "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-      "index_location": ")" + std::string(location) + R"("}}]})";
+      "index_location": ")" +
+                     std::string(location) + R"("}}]})";
   EXPECT_TRUE(store->set("sh/zarr.json", json).ok());
   const bool at_start = std::string(location) == "start";
   const std::uint64_t index_size = 4 * 16;

@@ -24,7 +24,7 @@ std::uint16_t bfloat16_bits(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
   if (std::isnan(f)) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // quiet, keep sign
-  u += 0x7fff + ((u >> 16) & 1);  // round to nearest even
+  u += 0x7fff + ((u >> 16) & 1);                                           // round to nearest even
   return static_cast<std::uint16_t>(u >> 16);
 }
 
@@ -44,13 +44,15 @@ Result<std::vector<std::byte>> float_scalar(const nlohmann::json& v, DTypeKind k
       d = -std::numeric_limits<double>::infinity();
     } else if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
       // Bit pattern, e.g. "0x7fc00001" for a float32 NaN with payload.
-      if (s.size() - 2 != size * 2) return bad(v, t, "hex fill needs " + std::to_string(size * 2) + " digits");
+      if (s.size() - 2 != size * 2)
+        return bad(v, t, "hex fill needs " + std::to_string(size * 2) + " digits");
       std::uint64_t bits = 0;
       for (std::size_t i = 2; i < s.size(); ++i) {
         const char c = s[i];
-        int x = (c >= '0' && c <= '9') ? c - '0'
+        int x = (c >= '0' && c <= '9')   ? c - '0'
                 : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+                : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                         : -1;
         if (x < 0) return bad(v, t, "invalid hex digit");
         bits = (bits << 4) | static_cast<std::uint64_t>(x);
       }
@@ -67,9 +69,12 @@ Result<std::vector<std::byte>> float_scalar(const nlohmann::json& v, DTypeKind k
     case 2:
       if (kind == DTypeKind::kBFloat16) return bytes_of(bfloat16_bits(static_cast<float>(d)));
       return bytes_of(static_cast<_Float16>(d));
-    case 4: return bytes_of(static_cast<float>(d));
-    case 8: return bytes_of(d);
-    default: return bad(v, t);
+    case 4:
+      return bytes_of(static_cast<float>(d));
+    case 8:
+      return bytes_of(d);
+    default:
+      return bad(v, t);
   }
 }
 
@@ -77,7 +82,8 @@ template <typename T>
 Result<std::vector<std::byte>> int_scalar(const nlohmann::json& v, const DataType& t) {
   if (v.is_number_unsigned()) {
     const auto u = v.get<std::uint64_t>();
-    if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return bad(v, t, "out of range");
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+      return bad(v, t, "out of range");
     return bytes_of(static_cast<T>(u));
   }
   if (v.is_number_integer()) {
@@ -138,23 +144,32 @@ Result<std::vector<std::byte>> parse_fill_value(const nlohmann::json& v, const D
   }
   switch (t.kind) {
     case DTypeKind::kBool:
-      if (v.is_boolean()) return std::vector<std::byte>{std::byte{v.get<bool>() ? std::uint8_t{1} : std::uint8_t{0}}};
+      if (v.is_boolean())
+        return std::vector<std::byte>{std::byte{v.get<bool>() ? std::uint8_t{1} : std::uint8_t{0}}};
       if (v.is_number_integer() && (v == 0 || v == 1))
         return std::vector<std::byte>{std::byte{v.get<int>() ? std::uint8_t{1} : std::uint8_t{0}}};
       return bad(v, t);
     case DTypeKind::kInt:
       switch (t.size) {
-        case 1: return int_scalar<std::int8_t>(v, t);
-        case 2: return int_scalar<std::int16_t>(v, t);
-        case 4: return int_scalar<std::int32_t>(v, t);
-        default: return int_scalar<std::int64_t>(v, t);
+        case 1:
+          return int_scalar<std::int8_t>(v, t);
+        case 2:
+          return int_scalar<std::int16_t>(v, t);
+        case 4:
+          return int_scalar<std::int32_t>(v, t);
+        default:
+          return int_scalar<std::int64_t>(v, t);
       }
     case DTypeKind::kUInt:
       switch (t.size) {
-        case 1: return int_scalar<std::uint8_t>(v, t);
-        case 2: return int_scalar<std::uint16_t>(v, t);
-        case 4: return int_scalar<std::uint32_t>(v, t);
-        default: return int_scalar<std::uint64_t>(v, t);
+        case 1:
+          return int_scalar<std::uint8_t>(v, t);
+        case 2:
+          return int_scalar<std::uint16_t>(v, t);
+        case 4:
+          return int_scalar<std::uint32_t>(v, t);
+        default:
+          return int_scalar<std::uint64_t>(v, t);
       }
     case DTypeKind::kFloat:
     case DTypeKind::kBFloat16:

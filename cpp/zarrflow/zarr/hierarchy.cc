@@ -70,8 +70,8 @@ Result<Node> node_from_consolidated(std::shared_ptr<const Store> store, const st
     nlohmann::json doc = entry;
     if (doc.is_object() && doc.value("node_type", "") == "group") {
       // Carry the parent's knowledge of this subtree down as the child's consolidated metadata.
-      doc["consolidated_metadata"] = {{"kind", "inline"}, {"must_understand", false},
-                                      {"metadata", sub_consolidated(all, rel)}};
+      doc["consolidated_metadata"] = {
+          {"kind", "inline"}, {"must_understand", false}, {"metadata", sub_consolidated(all, rel)}};
     }
     return node_from_v3(std::move(store), path, doc);
   }

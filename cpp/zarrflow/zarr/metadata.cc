@@ -13,7 +13,8 @@ constexpr std::size_t kMaxDims = 32;  // copy_strided's limit; far beyond any re
 
 Result<Shape> parse_dims(const nlohmann::json& doc, const char* field, bool chunks) {
   auto it = doc.find(field);
-  if (it == doc.end()) return invalid_metadata(std::string("missing required field '") + field + "'");
+  if (it == doc.end())
+    return invalid_metadata(std::string("missing required field '") + field + "'");
   const auto& a = *it;
   auto wrong = [&] {
     return invalid_metadata(std::string("field '") + field + "' must be an array of " +
@@ -28,7 +29,8 @@ Result<Shape> parse_dims(const nlohmann::json& doc, const char* field, bool chun
     if (x.is_number_unsigned()) {
       const auto u = x.get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(INT64_MAX))
-        return invalid_metadata(std::string("field '") + field + "': " + x.dump() + " overflows 64 bits");
+        return invalid_metadata(std::string("field '") + field + "': " + x.dump() +
+                                " overflows 64 bits");
       s.push_back(static_cast<std::int64_t>(u));
     } else if (x.is_number_integer()) {
       s.push_back(x.get<std::int64_t>());
@@ -64,10 +66,12 @@ Status split_extension(const nlohmann::json& v, const char* field, std::string& 
   if (v.is_object() && v.contains("name") && v["name"].is_string()) {
     name = v["name"].get<std::string>();
     cfg = v.value("configuration", nlohmann::json::object());
-    if (!cfg.is_object()) return invalid_metadata(std::string("'") + field + "' configuration must be an object");
+    if (!cfg.is_object())
+      return invalid_metadata(std::string("'") + field + "' configuration must be an object");
     return {};
   }
-  return invalid_metadata(std::string("field '") + field + "' must be a name or an object with a 'name', got " + v.dump());
+  return invalid_metadata(std::string("field '") + field +
+                          "' must be a name or an object with a 'name', got " + v.dump());
 }
 
 // Unknown top-level keys are fine only as extensions marked {"must_understand": false}.
@@ -85,11 +89,13 @@ Status check_extensions(const nlohmann::json& doc, std::initializer_list<const c
 }
 
 Status expect_format(const nlohmann::json& doc, int format) {
-  if (!doc.is_object()) return invalid_metadata("metadata must be a JSON object, got " + doc.dump().substr(0, 80));
+  if (!doc.is_object())
+    return invalid_metadata("metadata must be a JSON object, got " + doc.dump().substr(0, 80));
   auto it = doc.find("zarr_format");
   if (it == doc.end()) return invalid_metadata("missing required field 'zarr_format'");
   if (!it->is_number_integer() || it->get<int>() != format)
-    return invalid_metadata("field 'zarr_format' must be " + std::to_string(format) + ", got " + it->dump());
+    return invalid_metadata("field 'zarr_format' must be " + std::to_string(format) + ", got " +
+                            it->dump());
   return {};
 }
 
@@ -113,7 +119,8 @@ std::string ChunkKeyEncoding::key(const Shape& chunk) const {
 }
 
 std::optional<Shape> ChunkKeyEncoding::parse(std::string_view key, std::size_t ndim) const {
-  if (ndim == 0) return key == (kind == Kind::kDefault ? "c" : "0") ? std::optional(Shape{}) : std::nullopt;
+  if (ndim == 0)
+    return key == (kind == Kind::kDefault ? "c" : "0") ? std::optional(Shape{}) : std::nullopt;
   if (kind == Kind::kDefault) {
     if (key.size() < 2 || key[0] != 'c' || key[1] != separator) return std::nullopt;
     key.remove_prefix(2);
@@ -184,7 +191,8 @@ Result<ArrayMetadata> parse_array_v3(const nlohmann::json& doc) {
   if (cfg.contains("separator")) {
     const auto& sep = cfg["separator"];
     if (sep != "/" && sep != ".")
-      return invalid_metadata("chunk_key_encoding separator must be \"/\" or \".\", got " + sep.dump());
+      return invalid_metadata("chunk_key_encoding separator must be \"/\" or \".\", got " +
+                              sep.dump());
     md.key_encoding.separator = sep.get<std::string>()[0];
   }
 
@@ -200,7 +208,8 @@ Result<ArrayMetadata> parse_array_v3(const nlohmann::json& doc) {
   if (auto it = doc.find("dimension_names"); it != doc.end() && !it->is_null()) {
     if (!it->is_array() || it->size() != md.shape.size())
       return invalid_metadata("field 'dimension_names' must be an array of " +
-                              std::to_string(md.shape.size()) + " names or nulls, got " + it->dump());
+                              std::to_string(md.shape.size()) + " names or nulls, got " +
+                              it->dump());
     std::vector<std::optional<std::string>> names;
     for (const auto& n : *it) {
       if (n.is_null()) {
@@ -208,7 +217,8 @@ Result<ArrayMetadata> parse_array_v3(const nlohmann::json& doc) {
       } else if (n.is_string()) {
         names.emplace_back(n.get<std::string>());
       } else {
-        return invalid_metadata("field 'dimension_names' entries must be strings or null, got " + n.dump());
+        return invalid_metadata("field 'dimension_names' entries must be strings or null, got " +
+                                n.dump());
       }
     }
     md.dimension_names = std::move(names);
@@ -232,7 +242,8 @@ Result<ArrayMetadata> parse_array_v2(const nlohmann::json& doc, const nlohmann::
   auto dt = doc.find("dtype");
   if (dt == doc.end()) return invalid_metadata("missing required field 'dtype'");
   if (dt->is_array()) return unimplemented("structured dtype " + dt->dump() + " is not supported");
-  if (!dt->is_string()) return invalid_metadata("field 'dtype' must be a string, got " + dt->dump());
+  if (!dt->is_string())
+    return invalid_metadata("field 'dtype' must be a string, got " + dt->dump());
   md.dtype_json = dt->get<std::string>();
   ZF_ASSIGN_OR_RETURN(TypedEndian te, parse_numpy_typestr(md.dtype_json));
   md.dtype = te.dtype;
@@ -246,7 +257,8 @@ Result<ArrayMetadata> parse_array_v2(const nlohmann::json& doc, const nlohmann::
   md.key_encoding = {ChunkKeyEncoding::Kind::kV2, '.'};
   if (auto it = doc.find("dimension_separator"); it != doc.end() && !it->is_null()) {
     if (*it != "." && *it != "/")
-      return invalid_metadata("field 'dimension_separator' must be \".\" or \"/\", got " + it->dump());
+      return invalid_metadata("field 'dimension_separator' must be \".\" or \"/\", got " +
+                              it->dump());
     md.key_encoding.separator = it->get<std::string>()[0];
   }
 
@@ -255,14 +267,17 @@ Result<ArrayMetadata> parse_array_v2(const nlohmann::json& doc, const nlohmann::
 
   const auto compressor = doc.value("compressor", nlohmann::json());
   const auto filters = doc.value("filters", nlohmann::json());
-  if (!compressor.is_null() && !(compressor.is_object() && compressor.contains("id") && compressor["id"].is_string()))
-    return invalid_metadata("field 'compressor' must be null or an object with an 'id', got " + compressor.dump());
+  if (!compressor.is_null() &&
+      !(compressor.is_object() && compressor.contains("id") && compressor["id"].is_string()))
+    return invalid_metadata("field 'compressor' must be null or an object with an 'id', got " +
+                            compressor.dump());
   if (!filters.is_null() && !filters.is_array())
     return invalid_metadata("field 'filters' must be null or an array, got " + filters.dump());
-  md.codecs_json = {{"compressor", compressor}, {"filters", filters}, {"order", order},
-                    {"dtype", md.dtype_json}};
+  md.codecs_json = {
+      {"compressor", compressor}, {"filters", filters}, {"order", order}, {"dtype", md.dtype_json}};
 
-  if (!zattrs.is_null() && !zattrs.is_object()) return invalid_metadata(".zattrs must be a JSON object");
+  if (!zattrs.is_null() && !zattrs.is_object())
+    return invalid_metadata(".zattrs must be a JSON object");
   md.attributes = zattrs.is_object() ? zattrs : nlohmann::json::object();
   if (auto it = md.attributes.find("_ARRAY_DIMENSIONS"); it != md.attributes.end()) {
     if (it->is_array() && it->size() == md.shape.size() &&
@@ -279,16 +294,17 @@ Result<GroupMetadata> parse_group_v3(const nlohmann::json& doc) {
   ZF_RETURN_IF_ERROR(expect_format(doc, 3));
   if (doc.value("node_type", nlohmann::json()) != "group")
     return invalid_metadata("field 'node_type' must be \"group\"");
-  ZF_RETURN_IF_ERROR(check_extensions(doc, {"zarr_format", "node_type", "attributes",
-                                            "consolidated_metadata"}));
+  ZF_RETURN_IF_ERROR(
+      check_extensions(doc, {"zarr_format", "node_type", "attributes", "consolidated_metadata"}));
   GroupMetadata g;
   g.zarr_format = 3;
   ZF_ASSIGN_OR_RETURN(g.attributes, attributes_of(doc));
   if (auto it = doc.find("consolidated_metadata"); it != doc.end() && !it->is_null()) {
     if (!it->is_object() || it->value("kind", std::string()) != "inline" ||
         !it->contains("metadata") || !(*it)["metadata"].is_object())
-      return invalid_metadata("field 'consolidated_metadata' must be {\"kind\": \"inline\", "
-                              "\"metadata\": {...}}");
+      return invalid_metadata(
+          "field 'consolidated_metadata' must be {\"kind\": \"inline\", "
+          "\"metadata\": {...}}");
     g.consolidated = (*it)["metadata"];
   }
   return g;
@@ -299,7 +315,8 @@ Result<GroupMetadata> parse_group_v2(const nlohmann::json& zgroup, const nlohman
   ZF_RETURN_IF_ERROR(expect_format(zgroup, 2));
   GroupMetadata g;
   g.zarr_format = 2;
-  if (!zattrs.is_null() && !zattrs.is_object()) return invalid_metadata(".zattrs must be a JSON object");
+  if (!zattrs.is_null() && !zattrs.is_object())
+    return invalid_metadata(".zattrs must be a JSON object");
   if (zattrs.is_object()) g.attributes = zattrs;
   if (zmetadata != nullptr) {
     if (!zmetadata->is_object() || !zmetadata->contains("metadata") ||
@@ -326,7 +343,8 @@ Result<CodecChain> build_codec_chain(const ArrayMetadata& md) {
   std::vector<std::shared_ptr<const Codec>> codecs;
   if (md.v2_order == 'F' && md.chunk_shape.size() > 1) {
     std::vector<std::int64_t> order;
-    for (std::size_t i = md.chunk_shape.size(); i-- > 0;) order.push_back(static_cast<std::int64_t>(i));
+    for (std::size_t i = md.chunk_shape.size(); i-- > 0;)
+      order.push_back(static_cast<std::int64_t>(i));
     ZF_ASSIGN_OR_RETURN(auto t, make_transpose(std::move(order), md.chunk_shape.size()));
     codecs.push_back(std::move(t));
   }
@@ -337,7 +355,8 @@ Result<CodecChain> build_codec_chain(const ArrayMetadata& md) {
   codecs.push_back(std::move(bytes));
   auto add_v2 = [&](const nlohmann::json& cfg, const char* role) -> Status {
     if (!cfg.is_object() || !cfg.contains("id") || !cfg["id"].is_string())
-      return invalid_metadata(std::string(role) + " must be an object with an 'id', got " + cfg.dump());
+      return invalid_metadata(std::string(role) + " must be an object with an 'id', got " +
+                              cfg.dump());
     auto made = CodecRegistry::v2().create(cfg["id"].get<std::string>(), cfg, spec);
     if (!made.ok()) return std::move(made).take_status().annotate(role);
     codecs.push_back(std::move(made).value());

@@ -35,15 +35,15 @@ struct ArrayMetadata {
   int zarr_format = 3;
   Shape shape;
   DataType dtype;
-  std::string dtype_json;       // as written: "float32" or "<f4"
-  Shape chunk_shape;            // the stored grid (shards, for sharded arrays)
+  std::string dtype_json;  // as written: "float32" or "<f4"
+  Shape chunk_shape;       // the stored grid (shards, for sharded arrays)
   ChunkKeyEncoding key_encoding;
   std::vector<std::byte> fill_value;  // one element, native byte order
   nlohmann::json fill_value_json;     // as written
   std::optional<std::vector<std::optional<std::string>>> dimension_names;
   nlohmann::json attributes = nlohmann::json::object();
-  nlohmann::json codecs_json;   // v3 "codecs"; v2 {"compressor", "filters", "order", "dtype"}
-  nlohmann::json raw;           // the whole document(s) as read
+  nlohmann::json codecs_json;  // v3 "codecs"; v2 {"compressor", "filters", "order", "dtype"}
+  nlohmann::json raw;          // the whole document(s) as read
 
   // v2 only: dtype byte order, "C"/"F" order, compressor and filters (null when absent).
   Endian v2_endian = Endian::kNotApplicable;

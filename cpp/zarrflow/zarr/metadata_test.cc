@@ -95,14 +95,18 @@ TEST(FillValue, Forms) {
   EXPECT_EQ(fill_as<std::uint16_t>(1.0, f16), 0x3c00);
   EXPECT_EQ(fill_as<std::uint16_t>(1.0, DataType{DTypeKind::kBFloat16, 2}), 0x3f80);
   EXPECT_EQ(fill_as<std::uint16_t>("NaN", DataType{DTypeKind::kBFloat16, 2}), 0x7fc0);
-  struct C { float re, im; };
+  struct C {
+    float re, im;
+  };
   auto c = fill_as<C>(nlohmann::json::array({1.0, "NaN"}), DataType{DTypeKind::kComplex, 8});
   EXPECT_EQ(c.re, 1.0f);
   EXPECT_TRUE(std::isnan(c.im));
   EXPECT_EQ(fill_as<std::int8_t>(-128, DataType{DTypeKind::kInt, 1}), -128);
-  EXPECT_EQ(fill_as<std::uint64_t>(nlohmann::json(18446744073709551615ull), DataType{DTypeKind::kUInt, 8}),
+  EXPECT_EQ(fill_as<std::uint64_t>(nlohmann::json(18446744073709551615ull),
+                                   DataType{DTypeKind::kUInt, 8}),
             18446744073709551615ull);
-  EXPECT_EQ(fill_as<std::uint16_t>(nlohmann::json::array({1, 2}), DataType{DTypeKind::kRaw, 2}), 0x0201);
+  EXPECT_EQ(fill_as<std::uint16_t>(nlohmann::json::array({1, 2}), DataType{DTypeKind::kRaw, 2}),
+            0x0201);
   EXPECT_EQ(fill_as<std::uint16_t>("AQI=", DataType{DTypeKind::kRaw, 2}, 2), 0x0201);
   EXPECT_EQ(fill_as<std::int32_t>(nullptr, DataType{DTypeKind::kInt, 4}, 2), 0);
 }
