@@ -12,8 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tensor.h"
 #include "zarrflow/store/file_store.h"
 #include "zarrflow/zarr/hierarchy.h"
+#ifdef ZARRFLOW_HAVE_CUDA
+#include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/zarr/gpu/device_read.h"
+#endif
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -119,6 +124,124 @@ void read_into(const Array& arr, const std::vector<std::int64_t>& start,
   throw_if_error(std::move(s));
 }
 
+std::int64_t product(const std::vector<std::int64_t>& v) {
+  std::int64_t n = 1;
+  for (auto x : v) n *= x;
+  return n;
+}
+
+// Reads into new host memory and returns it as a DLPack-exportable Tensor.
+py::Tensor read_host_tensor(const Array& arr, const Selection& sel, Executor* exec) {
+  const std::size_t elem = arr.dtype().size;
+  auto buf = std::make_shared<Buffer>(static_cast<std::size_t>(std::max<std::int64_t>(product(sel.count), 1)) * elem);
+  StridedView view{buf->data(), sel.count, c_strides(sel.count, static_cast<std::int64_t>(elem))};
+  ReadOptions opts;
+  if (exec != nullptr) {
+    opts.pool = &exec->pool;
+    opts.buffers = &exec->buffers;
+  }
+  Status s;
+  {
+    nb::gil_scoped_release release;
+    s = arr.read(sel, view, opts);
+  }
+  throw_if_error(std::move(s));
+  auto st = std::make_shared<py::TensorState>();
+  st->data = buf->data();
+  st->owner = buf;
+  st->shape = sel.count;
+  st->strides = c_strides(sel.count, 1);
+  st->dtype = arr.dtype();
+  st->device_type = 1;
+  return py::Tensor{st};
+}
+
+#ifdef ZARRFLOW_HAVE_CUDA
+gpu::DeviceReader& device_reader() {
+  static auto* reader = new gpu::DeviceReader();  // process lifetime: pools outlive every tensor
+  return *reader;
+}
+
+cudaStream_t zarrflow_stream(int device) {
+  static std::mutex mu;
+  static std::vector<cudaStream_t> streams;
+  std::lock_guard lock(mu);
+  if (streams.size() <= static_cast<std::size_t>(device)) streams.resize(device + 1, nullptr);
+  if (streams[device] == nullptr) cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking);
+  return streams[device];
+}
+
+cudaStream_t as_stream(std::uintptr_t s) {
+  if (s == 1) return cudaStreamLegacy;
+  if (s == 2) return cudaStreamPerThread;
+  return reinterpret_cast<cudaStream_t>(s);
+}
+
+nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
+                             std::optional<std::uintptr_t> stream, const std::string& decode,
+                             const std::string& io, Executor* exec) {
+  gpu::DeviceReadOptions opts;
+  opts.decode = decode == "on" ? gpu::GpuDecode::kOn
+                : decode == "off" ? gpu::GpuDecode::kOff : gpu::GpuDecode::kAuto;
+  opts.io = io == "cufile" ? gpu::IoPath::kCuFile
+            : io == "pinned" ? gpu::IoPath::kPinned : gpu::IoPath::kAuto;
+  if (exec != nullptr) {
+    opts.pool = &exec->pool;
+    opts.buffers = &exec->buffers;
+  }
+  const std::size_t elem = arr.dtype().size;
+  const std::size_t bytes = static_cast<std::size_t>(std::max<std::int64_t>(product(sel.count), 1)) * elem;
+  gpu::DeviceReadReport report;
+  std::shared_ptr<gpu::GpuBuffer> buf;
+  std::shared_ptr<gpu::Event> ready;
+  Status s;
+  {
+    nb::gil_scoped_release release;
+    s = [&]() -> Status {
+      ZF_RETURN_IF_ERROR(gpu::device_available());
+      ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+      opts.stream = stream ? as_stream(*stream) : zarrflow_stream(device);
+      ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer b, device_reader().device_pool().acquire(bytes));
+      buf = std::make_shared<gpu::GpuBuffer>(std::move(b));
+      StridedView view{buf->data(), sel.count, c_strides(sel.count, static_cast<std::int64_t>(elem))};
+      ZF_RETURN_IF_ERROR(device_reader().read(arr, sel, view, opts, &report));
+      ZF_ASSIGN_OR_RETURN(gpu::Event e, gpu::Event::create());
+      ready = std::make_shared<gpu::Event>(std::move(e));
+      ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(ready->get(), opts.stream));
+      return {};
+    }();
+  }
+  throw_if_error(std::move(s));
+  auto st = std::make_shared<py::TensorState>();
+  st->data = buf->data();
+  st->owner = buf;
+  st->shape = sel.count;
+  st->strides = c_strides(sel.count, 1);
+  st->dtype = arr.dtype();
+  st->device_type = 2;
+  st->device_id = device;
+  st->wait_on = [ready](std::uintptr_t consumer) {
+    cudaStreamWaitEvent(as_stream(consumer), ready->get(), 0);
+  };
+  nb::dict r;
+  r["chunks"] = report.chunks;
+  r["missing"] = report.missing;
+  r["gpu_decoded"] = report.gpu_decoded;
+  r["cpu_decoded"] = report.cpu_decoded;
+  r["stored_bytes"] = report.stored_bytes;
+  r["h2d_bytes"] = report.h2d_bytes;
+  r["direct_reads"] = report.direct_reads;
+  r["io"] = report.io;
+  r["h2d_ms"] = report.h2d_ms;
+  r["decode_ms"] = report.decode_ms;
+  r["scatter_ms"] = report.scatter_ms;
+  nb::list notes;
+  for (const auto& n : report.notes) notes.append(n);
+  r["notes"] = notes;
+  return nb::make_tuple(py::Tensor{st}, r);
+}
+#endif
+
 nb::object wrap_node(Node node) {
   if (auto* a = std::get_if<std::shared_ptr<Array>>(&node)) return nb::cast(*a);
   return nb::cast(std::get<std::shared_ptr<Group>>(node));
@@ -140,6 +263,40 @@ NB_MODULE(_core, m) {
       PyErr_SetString(cls.ptr(), e.status.message().c_str());
     }
   });
+
+  py::bind_tensor(m);
+
+  m.def("cuda_status", []() -> std::string {
+#ifdef ZARRFLOW_HAVE_CUDA
+    Status s = gpu::device_available();
+    return s.ok() ? std::string() : s.message();
+#else
+    return "zarrflow was built without CUDA";
+#endif
+  }, "'' when a CUDA GPU can be used, else why not");
+  m.def("built_with_cuda", []() {
+#ifdef ZARRFLOW_HAVE_CUDA
+    return true;
+#else
+    return false;
+#endif
+  });
+  m.def("set_nvcomp_library", [](const std::vector<std::string>& candidates) {
+#ifdef ZARRFLOW_HAVE_CUDA
+    gpu::set_nvcomp_library(candidates);
+#else
+    (void)candidates;
+#endif
+  });
+  m.def("nvcomp_status", []() -> std::string {
+#ifdef ZARRFLOW_HAVE_CUDA
+    auto n = gpu::Nvcomp::get();
+    if (!n.ok()) return n.status().message();
+    return "";
+#else
+    return "zarrflow was built without CUDA";
+#endif
+  }, "'' when nvCOMP is loaded, else why not");
 
   nb::class_<Executor>(m, "Executor")
       .def(nb::init<std::size_t>(), "threads"_a)
@@ -193,6 +350,24 @@ NB_MODULE(_core, m) {
       .def("chunk_key",
            [](const Array& a, const std::vector<std::int64_t>& c) { return a.chunk_key(c); })
       .def("read_into", &read_into, "start"_a, "count"_a, "step"_a, "out"_a,
+           "executor"_a = nb::none())
+      .def("read_host_tensor",
+           [](const Array& a, const std::vector<std::int64_t>& start,
+              const std::vector<std::int64_t>& count, const std::vector<std::int64_t>& step,
+              Executor* exec) { return read_host_tensor(a, {start, count, step}, exec); },
+           "start"_a, "count"_a, "step"_a, "executor"_a = nb::none())
+      .def("read_device_tensor",
+           [](const Array& a, const std::vector<std::int64_t>& start,
+              const std::vector<std::int64_t>& count, const std::vector<std::int64_t>& step,
+              int device, std::optional<std::uintptr_t> stream, const std::string& decode,
+              const std::string& io, Executor* exec) -> nb::tuple {
+#ifdef ZARRFLOW_HAVE_CUDA
+             return read_device_tensor(a, {start, count, step}, device, stream, decode, io, exec);
+#else
+             throw StatusError(unimplemented("zarrflow was built without CUDA"));
+#endif
+           },
+           "start"_a, "count"_a, "step"_a, "device"_a, "stream"_a, "gpu_decode"_a, "io"_a,
            "executor"_a = nb::none())
       .def("storage_info", [](const Array& a) {
         StorageInfo info;

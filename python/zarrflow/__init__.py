@@ -8,6 +8,8 @@
 
 from . import errors
 from ._api import Array, Group, open, open_array, open_group
+from ._core import Tensor
+from ._gpu import cuda_available, cuda_status, nvcomp_status
 from ._threads import set_num_threads
 from .errors import (
     ChecksumError,
@@ -31,6 +33,10 @@ __all__ = [
     "open_array",
     "open_group",
     "set_num_threads",
+    "Tensor",
+    "cuda_available",
+    "cuda_status",
+    "nvcomp_status",
     "errors",
     "ZarrflowError",
     "InvalidArgumentError",

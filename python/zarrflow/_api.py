@@ -14,7 +14,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from . import _core
+from . import _core, _gpu
 from ._threads import make_executor
 from .errors import NodeNotFoundError, ZarrflowIndexError
 
@@ -137,6 +137,8 @@ class Group(_Node):
 class Array(_Node):
     """A Zarr array. Index it like NumPy (``arr[0, 10:20, ::2]``) to read into a new ndarray."""
 
+    last_read_report: dict | None = None
+
     # --- metadata -------------------------------------------------------------------------
     @cached_property
     def shape(self) -> tuple[int, ...]:
@@ -209,12 +211,22 @@ class Array(_Node):
                 f"chunks={self.chunks}{' shards=' + str(self.shards) if self.shards else ''}>")
 
     # --- reading --------------------------------------------------------------------------
-    def read(self, region: Sequence[slice] | slice | None = None, out: np.ndarray | None = None
-             ) -> np.ndarray:
+    def read(self, region: Sequence[slice] | slice | None = None, out: np.ndarray | None = None,
+             *, device: str | None = None, stream: int | None = None, gpu_decode: str = "auto",
+             io: str = "auto") -> "np.ndarray | _core.Tensor":
         """Read a hyperslab (a tuple of slices, one per dimension; None = everything).
 
-        With ``out`` the data is decoded into that array (any strides, matching dtype and shape)
-        and ``out`` is returned.
+        Without ``device`` the result is a NumPy array (or ``out``, decoded into in place: any
+        strides, matching dtype and shape). With ``device="cuda"`` (or ``"cuda:N"``) the chunks'
+        compressed bytes go to the GPU and are decoded there; the result is a
+        :class:`zarrflow.Tensor` that ``torch.from_dlpack``, ``cupy.from_dlpack`` and
+        ``jax.dlpack.from_dlpack`` take without a copy (``device="cpu"`` gives one in host
+        memory). ``stream`` is the CUDA stream (an int handle) to order the read on; consumers'
+        streams wait on it through ``__dlpack__(stream=...)``. ``gpu_decode``: ``auto`` decodes
+        on the CPU what the GPU cannot (and says why once), ``on`` fails instead, ``off`` decodes
+        everything on the CPU. ``io``: ``auto``/``pinned`` read through pinned host memory,
+        ``cufile`` reads uncompressed chunks with GPUDirect Storage. The last GPU read's report
+        (chunks decoded where, bytes moved, fallbacks) is in :attr:`last_read_report`.
         """
         if region is None:
             region = ()
@@ -224,7 +236,25 @@ class Array(_Node):
             if not isinstance(r, slice) and r is not Ellipsis:
                 raise TypeError(f"read() takes slices, got {r!r}; use arr[...] for integer indexing")
         sel = _Selection.parse(region, self.shape, strict=True)
-        return self._read(sel, out)
+        if device is None:
+            return self._read(sel, out)
+        if out is not None:
+            raise ValueError("out= and device= cannot be combined")
+        if any(sel.reverse):
+            raise NotImplementedError("negative steps are not supported with device=")
+        if gpu_decode not in ("auto", "on", "off"):
+            raise ValueError(f"gpu_decode must be 'auto', 'on' or 'off', got {gpu_decode!r}")
+        if io not in ("auto", "pinned", "cufile"):
+            raise ValueError(f"io must be 'auto', 'pinned' or 'cufile', got {io!r}")
+        kind, index = _gpu.parse_device(device)
+        if kind == "cpu":
+            return self._h.read_host_tensor(sel.start, sel.count, sel.step, self._executor)
+        _gpu.configure()
+        tensor, report = self._h.read_device_tensor(sel.start, sel.count, sel.step, index, stream,
+                                                    gpu_decode, io, self._executor)
+        self.last_read_report = report
+        _gpu.say_once(report["notes"])
+        return tensor
 
     def __getitem__(self, key: Any) -> np.ndarray:
         sel = _Selection.parse(key if isinstance(key, tuple) else (key,), self.shape)

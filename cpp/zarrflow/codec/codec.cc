@@ -16,6 +16,13 @@ Status ArrayToBytesCodec::partial_decode_into(const ByteReader&, const ChunkSpec
   return internal_error(name() + " does not support partial reads");
 }
 
+Status ArrayToBytesCodec::plan_partial_read(const ByteReader&, const ChunkSpec&, const Selection&,
+                                            const StridedView&, const DecodeContext&,
+                                            std::vector<LeafRead>&, std::vector<StridedView>&,
+                                            bool&) const {
+  return internal_error(name() + " does not support partial reads");
+}
+
 Status BytesToBytesCodec::decode_into(ConstByteSpan in, ByteSpan out) const {
   Buffer scratch;
   ZF_ASSIGN_OR_RETURN(ConstByteSpan decoded, decode(in, out.size(), scratch));

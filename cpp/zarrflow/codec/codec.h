@@ -52,6 +52,19 @@ struct DecodeContext {
   }
 };
 
+class CodecChain;
+
+// One piece of a partial read, planned but not fetched: bytes `range` of the value hold a chunk
+// that `chain` decodes; `sel` of it goes to `dest`. `where` names it in errors ("inner chunk
+// [0,3]"). The GPU path fetches and decodes these in batches.
+struct LeafRead {
+  ByteRange range;
+  const CodecChain* chain;
+  Selection sel;
+  StridedView dest;
+  std::string where;
+};
+
 enum class CodecKind : std::uint8_t { kArrayToArray, kArrayToBytes, kBytesToBytes };
 
 class Codec {
@@ -96,6 +109,12 @@ class ArrayToBytesCodec : public Codec {
   virtual Status partial_decode_into(const ByteReader& reader, const ChunkSpec& spec,
                                      const Selection& sel, const StridedView& dest,
                                      const DecodeContext& ctx, bool& found) const;
+  // The reads a partial decode would do, without doing them: `reads` to fetch and decode, `fills`
+  // to set to the fill value (empty inner chunks). found=false when the value does not exist.
+  virtual Status plan_partial_read(const ByteReader& reader, const ChunkSpec& spec,
+                                   const Selection& sel, const StridedView& dest,
+                                   const DecodeContext& ctx, std::vector<LeafRead>& reads,
+                                   std::vector<StridedView>& fills, bool& found) const;
 };
 
 class BytesToBytesCodec : public Codec {

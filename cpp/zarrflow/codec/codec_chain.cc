@@ -104,11 +104,26 @@ std::string CodecChain::describe() const {
   return s;
 }
 
+void CodecChain::to_encoded(Selection& sel, StridedView& dest) const {
+  for (const auto& c : a2a_) c->to_encoded(sel, dest);
+}
+
+Status CodecChain::plan_partial_read(const ByteReader& reader, const Selection& sel,
+                                     const StridedView& dest, const DecodeContext& ctx,
+                                     std::vector<LeafRead>& reads, std::vector<StridedView>& fills,
+                                     bool& found) const {
+  if (!supports_partial_read()) return internal_error(describe() + " cannot read partially");
+  Selection s = sel;
+  StridedView d = dest;
+  to_encoded(s, d);
+  return a2b_->plan_partial_read(reader, a2b_spec_, s, d, ctx, reads, fills, found);
+}
+
 Status CodecChain::decode_into(ConstByteSpan stored, const Selection& sel, const StridedView& dest,
                                const DecodeContext& ctx) const {
   Selection s = sel;
   StridedView d = dest;
-  for (const auto& c : a2a_) c->to_encoded(s, d);
+  to_encoded(s, d);
   if (b2b_.empty()) return a2b_->decode_into(stored, a2b_spec_, s, d, ctx);
 
   // Exact output size of each bytes→bytes codec where the chain fixes it: the array→bytes size,
@@ -152,7 +167,7 @@ Status CodecChain::partial_decode_into(const ByteReader& reader, const Selection
   if (supports_partial_read()) {
     Selection s = sel;
     StridedView d = dest;
-    for (const auto& c : a2a_) c->to_encoded(s, d);
+    to_encoded(s, d);
     return a2b_->partial_decode_into(reader, a2b_spec_, s, d, ctx, found);
   }
   ZF_ASSIGN_OR_RETURN(auto size, reader.size());

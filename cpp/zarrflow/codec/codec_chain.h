@@ -45,6 +45,19 @@ class CodecChain {
   Status decode_into(ConstByteSpan stored, const Selection& sel, const StridedView& dest,
                      const DecodeContext& ctx) const;
 
+  // Rewrites a read of `sel` into `dest` through the array→array codecs (transpose permutes both;
+  // nothing is copied); the result addresses the chunk as the array→bytes codec sees it.
+  void to_encoded(Selection& sel, StridedView& dest) const;
+  [[nodiscard]] const ChunkSpec& array_to_bytes_spec() const { return a2b_spec_; }
+  [[nodiscard]] const std::vector<std::shared_ptr<const BytesToBytesCodec>>& bytes_to_bytes() const {
+    return b2b_;
+  }
+  // The leaf reads of a partial read (see ArrayToBytesCodec::plan_partial_read); requires
+  // supports_partial_read().
+  Status plan_partial_read(const ByteReader& reader, const Selection& sel, const StridedView& dest,
+                           const DecodeContext& ctx, std::vector<LeafRead>& reads,
+                           std::vector<StridedView>& fills, bool& found) const;
+
   // Reads and decodes `sel` through `reader`, fetching only what is needed when the chain
   // supports partial reads, else the whole value. found=false when the value does not exist.
   Status partial_decode_into(const ByteReader& reader, const Selection& sel,

@@ -73,9 +73,10 @@ class ShardingCodec final : public ArrayToBytesCodec {
     });
   }
 
-  Status partial_decode_into(const ByteReader& reader, const ChunkSpec& spec, const Selection& sel,
-                             const StridedView& dest, const DecodeContext& ctx,
-                             bool& found) const override {
+  Status plan_partial_read(const ByteReader& reader, const ChunkSpec& spec, const Selection& sel,
+                           const StridedView& dest, const DecodeContext& ctx,
+                           std::vector<LeafRead>& reads, std::vector<StridedView>& fills,
+                           bool& found) const override {
     ZF_ASSIGN_OR_RETURN(auto size, reader.size());
     found = size.has_value();
     if (!found) return {};
@@ -91,26 +92,29 @@ class ShardingCodec final : public ArrayToBytesCodec {
       return {};
     }
     ZF_ASSIGN_OR_RETURN(auto index, decode_index((*index_parts)[0].span(), ctx));
-
-    // Work items: the inner chunks to read, then groups of them read by one request each.
-    struct Item {
-      const ChunkBlock* block;
-      ByteRange range;
-    };
-    const auto blocks = chunk_blocks(sel, inner_shape_);
-    std::vector<Item> items;
-    items.reserve(blocks.size());
-    for (const auto& blk : blocks) {
+    for (const auto& blk : chunk_blocks(sel, inner_shape_)) {
       ZF_ASSIGN_OR_RETURN(auto entry, lookup(index, blk.chunk, shard_size));
       if (!entry) {
-        fill_strided(block_view(dest, blk), spec.fill_value.data(), spec.dtype.size);
+        fills.push_back(block_view(dest, blk));
       } else {
-        items.push_back({&blk, *entry});
+        reads.push_back({*entry, &inner_, blk.in_chunk, block_view(dest, blk),
+                         "inner chunk " + coords(blk.chunk)});
       }
     }
+    return {};
+  }
+
+  Status partial_decode_into(const ByteReader& reader, const ChunkSpec& spec, const Selection& sel,
+                             const StridedView& dest, const DecodeContext& ctx,
+                             bool& found) const override {
+    std::vector<LeafRead> items;
+    std::vector<StridedView> fills;
+    ZF_RETURN_IF_ERROR(plan_partial_read(reader, spec, sel, dest, ctx, items, fills, found));
+    for (const auto& f : fills) fill_strided(f, spec.fill_value.data(), spec.dtype.size);
     std::sort(items.begin(), items.end(),
-              [](const Item& a, const Item& b) { return a.range.offset < b.range.offset; });
-    // Nested shards are read through windows (their own index first); the rest is coalesced.
+              [](const LeafRead& a, const LeafRead& b) { return a.range.offset < b.range.offset; });
+    // Nested shards are read through windows (their own index first); the rest is coalesced
+    // into groups read by one request each.
     struct Group {
       std::size_t first, last;  // items [first, last)
       ByteRange range;
@@ -135,23 +139,21 @@ class ShardingCodec final : public ArrayToBytesCodec {
     return parallel_for(ctx.pool, groups.size(), [&](std::size_t gi) -> Status {
       const Group& g = groups[gi];
       if (nested) {
-        const Item& it = items[g.first];
+        const LeafRead& it = items[g.first];
         WindowReader window(reader, it.range.offset, it.range.length);
         bool inner_found = true;
-        return inner_
-            .partial_decode_into(window, it.block->in_chunk, block_view(dest, *it.block), ctx,
-                                 inner_found)
-            .annotate("inner chunk " + coords(it.block->chunk));
+        return inner_.partial_decode_into(window, it.sel, it.dest, ctx, inner_found)
+            .annotate(it.where);
       }
       ZF_ASSIGN_OR_RETURN(auto parts, reader.read({&g.range, 1}));
       if (!parts) return corrupt_data("shard disappeared while it was being read");
       const ConstByteSpan bytes = (*parts)[0].span();
       for (std::size_t i = g.first; i < g.last; ++i) {
-        const Item& it = items[i];
+        const LeafRead& it = items[i];
         ZF_RETURN_IF_ERROR_CTX(
             inner_.decode_into(bytes.subspan(it.range.offset - g.range.offset, it.range.length),
-                               it.block->in_chunk, block_view(dest, *it.block), ctx),
-            "inner chunk " + coords(it.block->chunk));
+                               it.sel, it.dest, ctx),
+            it.where);
       }
       return {};
     });

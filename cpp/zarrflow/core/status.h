@@ -137,5 +137,6 @@ Status to_status(Result<T>&& r) {
   lhs = std::move(tmp).value()
 
 // `ZF_ASSIGN_OR_RETURN(auto x, make_x());` declares x from a Result or returns its Status.
+// It expands to several statements: under an `if`, use braces.
 #define ZF_ASSIGN_OR_RETURN(lhs, expr) \
   ZF_ASSIGN_OR_RETURN_IMPL(ZF_CONCAT(zf_result_, __LINE__), lhs, expr)

@@ -7,6 +7,7 @@
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -185,6 +186,74 @@ Result<bool> FileStore::read_exact(std::string_view key, ByteSpan dst) const {
   if (n != dst.size())
     return corrupt_data(describe_key(key) + ": short read (" + std::to_string(n) + " of " +
                         std::to_string(dst.size()) + " bytes)");
+  return true;
+}
+
+Result<bool> FileStore::read_range_into(std::string_view key, std::uint64_t offset,
+                                       ByteSpan dst) const {
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  if (raw_fd < 0) return false;
+  FdGuard fd(raw_fd);
+  ZF_ASSIGN_OR_RETURN(std::size_t n,
+                      pread_full(fd.get(), dst.data(), dst.size(), offset, describe_key(key)));
+  if (n != dst.size())
+    return corrupt_data(describe_key(key) + ": short read of " +
+                        ByteRange::of(offset, dst.size()).to_string());
+  return true;
+}
+
+Result<bool> FileStore::read_for_device(std::string_view key, std::uint64_t offset,
+                                       std::uint64_t length, ByteSpan slot, bool* direct) const {
+  constexpr std::uint64_t kBlock = 4096;
+  const std::uint64_t lead = offset % kBlock;
+  *direct = false;
+  if (slot.size() < lead + length) return invalid_argument("read_for_device: slot too small");
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  if (raw_fd < 0) return false;
+  FdGuard fd(raw_fd);
+  // Cached? Take it from the page cache without blocking on the disk.
+  iovec iov{slot.data(), length};
+  const ssize_t got = ::preadv2(fd.get(), &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+  if (got == static_cast<ssize_t>(length)) return true;
+  // Not (fully) cached: O_DIRECT the aligned superset, where the file system allows it.
+  const std::uint64_t aligned_off = offset - lead;
+  const std::uint64_t aligned_len = (lead + length + kBlock - 1) / kBlock * kBlock;
+  const bool slot_ok = reinterpret_cast<std::uintptr_t>(slot.data()) % kBlock == 0 &&
+                       slot.size() >= aligned_len;
+  if (slot_ok) {
+    char link[64];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd.get());
+    const int dfd = ::open(link, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (dfd >= 0) {
+      FdGuard dguard(dfd);
+      std::uint64_t done = 0;
+      bool ok = true;
+      while (done < aligned_len) {
+        const ssize_t r = ::pread(dfd, slot.data() + done, aligned_len - done,
+                                  static_cast<off_t>(aligned_off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+          ok = false;  // e.g. EINVAL: this file system refuses O_DIRECT; read buffered below
+          break;
+        }
+        if (r == 0) break;
+        done += static_cast<std::uint64_t>(r);
+      }
+      if (ok) {
+        if (done < lead + length)
+          return corrupt_data(describe_key(key) + ": short read of " +
+                              ByteRange::of(offset, length).to_string());
+        if (lead) std::memmove(slot.data(), slot.data() + lead, length);
+        *direct = true;
+        return true;
+      }
+    }
+  }
+  ZF_ASSIGN_OR_RETURN(std::size_t n, pread_full(fd.get(), slot.data(), length, offset,
+                                                describe_key(key)));
+  if (n != length)
+    return corrupt_data(describe_key(key) + ": short read of " +
+                        ByteRange::of(offset, length).to_string());
   return true;
 }
 

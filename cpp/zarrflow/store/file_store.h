@@ -25,6 +25,8 @@ class FileStore final : public Store {
   Result<std::optional<std::vector<Buffer>>> get_ranges(
       std::string_view key, std::span<const ByteRange> ranges) const override;
   Result<bool> read_exact(std::string_view key, ByteSpan dst) const override;
+  Result<bool> read_range_into(std::string_view key, std::uint64_t offset,
+                               ByteSpan dst) const override;
   Result<std::optional<std::uint64_t>> size(std::string_view key) const override;
   Result<std::vector<ListEntry>> list(std::string_view prefix) const override;
   Result<std::vector<std::string>> list_dir(std::string_view prefix) const override;
@@ -32,6 +34,15 @@ class FileStore final : public Store {
   [[nodiscard]] std::string describe_key(std::string_view key) const override;
 
   [[nodiscard]] const std::string& root() const { return root_; }
+
+  // Reads `length` bytes at `offset` for the GPU path's pinned staging, bypassing the page cache
+  // when the bytes are not cached: a non-blocking buffered read (RWF_NOWAIT) takes cached data;
+  // otherwise O_DIRECT reads the 4 KiB-aligned superset (DMA, no copy through the cache) and
+  // moves the bytes to the start of `slot`. `slot` should be 4 KiB aligned and hold
+  // round_up(offset % 4096 + length, 4096) bytes (else the read is buffered). False when the key
+  // is missing; `*direct` says whether O_DIRECT was used.
+  Result<bool> read_for_device(std::string_view key, std::uint64_t offset, std::uint64_t length,
+                               ByteSpan slot, bool* direct) const;
 
  private:
   FileStore(std::string root, std::string real_root, int root_fd);

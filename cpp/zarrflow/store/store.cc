@@ -19,6 +19,14 @@ Result<bool> Store::read_exact(std::string_view key, ByteSpan dst) const {
   return true;
 }
 
+Result<bool> Store::read_range_into(std::string_view key, std::uint64_t offset, ByteSpan dst) const {
+  const ByteRange r = ByteRange::of(offset, dst.size());
+  ZF_ASSIGN_OR_RETURN(auto parts, get_ranges(key, {&r, 1}));
+  if (!parts) return false;
+  if (!dst.empty()) std::memcpy(dst.data(), (*parts)[0].data(), dst.size());
+  return true;
+}
+
 Status validate_key(std::string_view key, bool allow_empty) {
   auto quoted = [&] { return "key '" + std::string(key) + "'"; };
   if (key.empty()) {

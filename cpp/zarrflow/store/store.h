@@ -56,6 +56,11 @@ class Store {
   // in place (uncompressed chunks land in the destination with no copy).
   virtual Result<bool> read_exact(std::string_view key, ByteSpan dst) const;
 
+  // Reads bytes [offset, offset + dst.size()) of a value into caller memory (pinned staging of
+  // the GPU path): false when the key is missing, kCorruptData when the value is shorter.
+  virtual Result<bool> read_range_into(std::string_view key, std::uint64_t offset,
+                                       ByteSpan dst) const;
+
   // Size of the value, or nullopt when the key does not exist.
   virtual Result<std::optional<std::uint64_t>> size(std::string_view key) const = 0;
 

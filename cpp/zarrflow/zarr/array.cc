@@ -39,7 +39,7 @@ std::string Array::chunk_key(const Shape& chunk) const {
   return join_key(path_, md_.key_encoding.key(chunk));
 }
 
-Status Array::check_region(const Selection& region, const StridedView& dest) const {
+Status Array::validate_region_impl(const Selection& region, const StridedView& dest) const {
   const std::size_t nd = md_.shape.size();
   if (region.start.size() != nd || region.count.size() != nd || region.step.size() != nd)
     return invalid_argument("region has " + std::to_string(region.start.size()) +
@@ -64,9 +64,13 @@ Status Array::check_region(const Selection& region, const StridedView& dest) con
   return {};
 }
 
+Status Array::validate_region(const Selection& region, const StridedView& dest) const {
+  return validate_region_impl(region, dest).annotate(describe());
+}
+
 Status Array::read(const Selection& region, const StridedView& dest,
                    const ReadOptions& options) const {
-  ZF_RETURN_IF_ERROR_CTX(check_region(region, dest), "array '" + name_ + "'");
+  ZF_RETURN_IF_ERROR(validate_region(region, dest));
   if (region.empty()) return {};
   const DecodeContext ctx{options.pool, options.buffers, options.coalesce};
   const auto blocks = chunk_blocks(region, md_.chunk_shape);

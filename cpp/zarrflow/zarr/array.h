@@ -57,11 +57,20 @@ class Array {
 
   Result<StorageInfo> storage_info() const;
 
+  // OK when `region` lies inside the array and `dest` has its shape (errors name the array).
+  Status validate_region(const Selection& region, const StridedView& dest) const;
+  // "array '<store path>'", as errors name it.
+  [[nodiscard]] std::string describe() const { return "array '" + name_ + "'"; }
+  // The chunk key relative to the array, as errors name it ("c/0/1").
+  [[nodiscard]] std::string relative_chunk_key(const Shape& chunk) const {
+    return md_.key_encoding.key(chunk);
+  }
+
  private:
   Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md, CodecChain chain);
+  Status validate_region_impl(const Selection& region, const StridedView& dest) const;
   Status read_chunk(const ChunkBlock& block, const StridedView& dest,
                     const DecodeContext& ctx) const;
-  Status check_region(const Selection& region, const StridedView& dest) const;
 
   std::shared_ptr<const Store> store_;
   std::string path_;

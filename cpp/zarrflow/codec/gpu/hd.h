@@ -1,0 +1,64 @@
+// Host/device portability for the GPU decode primitives (lz4_block.h, blosclz_block.h,
+// unshuffle.h): the same source runs in CUDA kernels and in host tests and reference drivers.
+//
+//   ZF_HD            __host__ __device__ under nvcc, nothing for a plain C++ compiler.
+//   ZF_SYNC_LANES()  __syncwarp() in device code (all 32 lanes of the warp must reach it), nothing
+//                    on the host, where a decode runs as lane 0 of 1.
+//   DecodeStatus     the negative codes the decoders return. -1..-3 have the meaning of the
+//                    kernels' KernelError codes (kernels.h); -4 and -5 are left to the kernels
+//                    (size mismatch, unknown kind).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define ZF_HD __host__ __device__
+#else
+#define ZF_HD
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define ZF_SYNC_LANES() __syncwarp()
+#else
+#define ZF_SYNC_LANES() ((void)0)
+#endif
+
+namespace zarrflow::gpu {
+
+// What a block decoder returns when it fails (success is the number of bytes written, >= 0).
+enum DecodeStatus : int {
+  kDecodeTruncated = -1,          // the input ends inside a token or before the end-of-block
+  kDecodeOverflow = -2,           // the output would grow past dst_size
+  kDecodeOffsetBeforeStart = -3,  // a match reaches back before the start of dst
+  kDecodeOffsetZero = -6,         // an LZ4 match offset of 0 (invalid in the format)
+  kDecodeTrailingGarbage = -7,    // dst is full but input remains
+  kDecodeTooLarge = -8,           // dst_size does not fit the int return value
+};
+
+ZF_HD inline const char* decode_status_name(int status) {
+  switch (status) {
+    case kDecodeTruncated:
+      return "truncated input";
+    case kDecodeOverflow:
+      return "output overflow";
+    case kDecodeOffsetBeforeStart:
+      return "match offset before the start of the output";
+    case kDecodeOffsetZero:
+      return "match offset 0";
+    case kDecodeTrailingGarbage:
+      return "trailing bytes after the end of the output";
+    case kDecodeTooLarge:
+      return "output larger than 2 GiB";
+    default:
+      return status >= 0 ? "ok" : "unknown error";
+  }
+}
+
+// The default lane barrier of the decoders. Host tests substitute one that makes real threads
+// wait for each other, to check that every cross-lane read is preceded by a barrier.
+struct WarpSync {
+  ZF_HD void operator()() const { ZF_SYNC_LANES(); }
+};
+
+}  // namespace zarrflow::gpu

@@ -1,0 +1,152 @@
+// Batched kernels of the GPU read path; see kernels.h.
+#include "zarrflow/codec/gpu/blosclz_block.h"
+#include "zarrflow/codec/gpu/kernels.h"
+#include "zarrflow/codec/gpu/lz4_block.h"
+#include "zarrflow/codec/gpu/unshuffle.h"
+
+namespace zarrflow::gpu {
+namespace {
+
+constexpr int kWarp = 32;
+
+// One warp per stream; all lanes run the decoder's control flow and share the copies.
+__global__ void decode_streams_kernel(const StreamJob* jobs, std::uint32_t n, int* status) {
+  const int lane = threadIdx.x % kWarp;
+  const std::uint64_t warps = std::uint64_t(gridDim.x) * (blockDim.x / kWarp);
+  for (std::uint64_t j = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; j < n;
+       j += warps) {
+    const StreamJob job = jobs[j];
+    int r;
+    switch (job.kind) {
+      case kStreamCopy:
+        if (job.src_size != job.dst_size) {
+          r = kErrSizeMismatch;
+          break;
+        }
+        for (std::uint32_t i = lane; i < job.src_size; i += kWarp) job.dst[i] = job.src[i];
+        r = int(job.dst_size);
+        break;
+      case kStreamLz4:
+        r = lz4_decode_block(job.src, job.src_size, job.dst, job.dst_size, lane, kWarp);
+        break;
+      case kStreamBlosclz:
+        r = blosclz_decode_block(job.src, job.src_size, job.dst, job.dst_size, lane, kWarp);
+        break;
+      default:
+        r = kErrUnknownKind;
+    }
+    if (lane == 0) {
+      if (r >= 0 && std::uint32_t(r) != job.dst_size) r = kErrSizeMismatch;
+      status[job.status] = r < 0 ? r : kKernelOk;
+    }
+    __syncwarp();
+  }
+}
+
+// One thread block per Blosc block; every thread gathers whole output bytes.
+__global__ void unshuffle_kernel(const UnshuffleJob* jobs, std::uint32_t n) {
+  for (std::uint32_t j = blockIdx.x; j < n; j += gridDim.x) {
+    const UnshuffleJob job = jobs[j];
+    if (job.bitshuffle) {
+      bit_unshuffle(job.src, job.dst, job.typesize, job.size, threadIdx.x, blockDim.x);
+    } else {
+      byte_unshuffle(job.src, job.dst, job.typesize, job.size, threadIdx.x, blockDim.x);
+    }
+  }
+}
+
+__device__ inline void swap_bytes(std::uint8_t* p, std::uint32_t elem, std::uint32_t unit) {
+  for (std::uint32_t o = 0; o + unit <= elem; o += unit)
+    for (std::uint32_t a = 0, b = unit - 1; a < b; ++a, --b) {
+      const std::uint8_t t = p[o + a];
+      p[o + a] = p[o + b];
+      p[o + b] = t;
+    }
+}
+
+// One thread block per tile of kScatterTile elements of one job.
+__global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
+                               const std::int64_t* tile_starts, std::int64_t total_tiles) {
+  for (std::int64_t tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
+    // The job owning this tile: the last j with tile_starts[j] <= tile.
+    std::uint32_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+      const std::uint32_t mid = (lo + hi) / 2;
+      if (tile_starts[mid] <= tile) lo = mid; else hi = mid;
+    }
+    const ScatterJob& job = jobs[lo];
+    const std::int64_t first = (tile - tile_starts[lo]) * kScatterTile;
+    const std::int64_t last = min(first + kScatterTile, job.count);
+    const std::uint32_t elem = job.elem;
+    for (std::int64_t e = first + threadIdx.x; e < last; e += blockDim.x) {
+      std::int64_t rem = e, so = 0, dof = 0;
+      for (int d = job.ndim - 1; d >= 0; --d) {
+        const std::int64_t i = rem % job.shape[d];
+        rem /= job.shape[d];
+        so += i * job.src_strides[d];
+        dof += i * job.dst_strides[d];
+      }
+      std::uint8_t* dst = job.dst + dof;
+      std::uint8_t v[32];
+      if (job.src == nullptr) {
+        for (std::uint32_t b = 0; b < elem; ++b) v[b] = job.fill[b];
+      } else {
+        const std::uint8_t* src = job.src + so;
+        if (elem == 4 && ((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) & 3) == 0 &&
+            job.swap_unit <= 1) {
+          *reinterpret_cast<std::uint32_t*>(dst) = *reinterpret_cast<const std::uint32_t*>(src);
+          continue;
+        }
+        for (std::uint32_t b = 0; b < elem; ++b) v[b] = src[b];
+        if (job.swap_unit > 1) swap_bytes(v, elem, job.swap_unit);
+      }
+      for (std::uint32_t b = 0; b < elem; ++b) dst[b] = v[b];
+    }
+  }
+}
+
+__global__ void check_sizes_kernel(const std::size_t* actual, const std::size_t* expected,
+                                   int* status, std::uint32_t n) {
+  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    if (status[i] == 0 && actual[i] != expected[i]) status[i] = kErrSizeMismatch;
+}
+
+unsigned grid_for(std::uint64_t items, unsigned per_block) {
+  const std::uint64_t g = (items + per_block - 1) / per_block;
+  return unsigned(g == 0 ? 1 : (g > 65535u * 16 ? 65535u * 16 : g));
+}
+
+}  // namespace
+
+cudaError_t launch_decode_streams(const StreamJob* d_jobs, std::uint32_t n, int* d_status,
+                                  cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  constexpr unsigned kThreads = 128;  // 4 warps
+  decode_streams_kernel<<<grid_for(n, kThreads / kWarp), kThreads, 0, stream>>>(d_jobs, n, d_status);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_unshuffle(const UnshuffleJob* d_jobs, std::uint32_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  unshuffle_kernel<<<grid_for(n, 1), 256, 0, stream>>>(d_jobs, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_scatter(const ScatterJob* d_jobs, std::uint32_t n,
+                           const std::int64_t* d_tile_starts, std::int64_t total_tiles,
+                           cudaStream_t stream) {
+  if (n == 0 || total_tiles == 0) return cudaSuccess;
+  scatter_kernel<<<grid_for(std::uint64_t(total_tiles), 1), 256, 0, stream>>>(d_jobs, n,
+                                                                              d_tile_starts,
+                                                                              total_tiles);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_check_sizes(const std::size_t* d_actual, const std::size_t* d_expected,
+                               int* d_status, std::uint32_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  check_sizes_kernel<<<grid_for(n, 256), 256, 0, stream>>>(d_actual, d_expected, d_status, n);
+  return cudaGetLastError();
+}
+
+}  // namespace zarrflow::gpu

@@ -1,0 +1,75 @@
+// Batched CUDA kernels of the GPU read path (CUDA builds only). Each launcher takes an array of
+// jobs in device memory and processes all of them in one launch, on the given stream.
+//
+//   decode_streams   one warp per LZ4 / blosclz / stored stream (zarrflow's own decoders, so
+//                    Blosc-LZ4 and numcodecs-LZ4 decode on the GPU even without nvCOMP)
+//   unshuffle        one thread block per Blosc block: byte or bit un-shuffle
+//   scatter          strided N-d copy of decoded chunks into the destination (edge clipping,
+//                    transpose, byte swap) or fill of missing chunks with the fill value
+//   check_sizes      compares nvCOMP's actual output sizes with the expected ones
+// Every job reports into its own int status slot: 0 = OK, negative = error code (see below).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace zarrflow::gpu {
+
+enum StreamKind : std::uint8_t { kStreamCopy = 0, kStreamLz4 = 1, kStreamBlosclz = 2 };
+
+struct StreamJob {
+  const std::uint8_t* src;
+  std::uint8_t* dst;
+  std::uint32_t src_size;
+  std::uint32_t dst_size;  // exact decoded size expected
+  std::uint32_t kind;      // StreamKind
+  std::uint32_t status;    // index of this job's slot in the status array
+};
+
+struct UnshuffleJob {
+  const std::uint8_t* src;  // shuffled block
+  std::uint8_t* dst;        // un-shuffled block
+  std::uint32_t size;       // block bytes
+  std::uint32_t typesize;
+  std::uint32_t bitshuffle;  // 0 byte shuffle, 1 bit shuffle
+};
+
+constexpr int kMaxScatterDims = 8;  // after merging contiguous dimensions (more → host path)
+
+struct ScatterJob {
+  const std::uint8_t* src;  // null: fill with `fill`
+  std::uint8_t* dst;
+  std::int64_t count;       // elements
+  std::int32_t ndim;
+  std::uint32_t elem;       // bytes per element (<= 32)
+  std::uint32_t swap_unit;  // > 1: reverse the bytes of each swap_unit-sized scalar
+  std::int64_t shape[kMaxScatterDims];
+  std::int64_t src_strides[kMaxScatterDims];  // bytes
+  std::int64_t dst_strides[kMaxScatterDims];  // bytes
+  std::uint8_t fill[32];
+};
+
+// Error codes written to status slots by zarrflow's kernels (nvCOMP writes its own, positive).
+enum KernelError : int {
+  kKernelOk = 0,
+  kErrTruncated = -1,      // input ended inside a token
+  kErrOverflow = -2,       // output would exceed the expected size
+  kErrBadOffset = -3,      // match offset points before the output start
+  kErrSizeMismatch = -4,   // decoded a different number of bytes than expected
+  kErrUnknownKind = -5,
+};
+
+cudaError_t launch_decode_streams(const StreamJob* d_jobs, std::uint32_t n, int* d_status,
+                                  cudaStream_t stream);
+cudaError_t launch_unshuffle(const UnshuffleJob* d_jobs, std::uint32_t n, cudaStream_t stream);
+// `d_tile_starts[i]` is the first tile of job i (tiles of kScatterTile elements), n + 1 entries.
+constexpr std::int64_t kScatterTile = 4096;
+cudaError_t launch_scatter(const ScatterJob* d_jobs, std::uint32_t n,
+                           const std::int64_t* d_tile_starts, std::int64_t total_tiles,
+                           cudaStream_t stream);
+// status[i] = (actual[i] == expected[i]) ? status[i] : kErrSizeMismatch, for nvCOMP batches.
+cudaError_t launch_check_sizes(const std::size_t* d_actual, const std::size_t* d_expected,
+                               int* d_status, std::uint32_t n, cudaStream_t stream);
+
+}  // namespace zarrflow::gpu

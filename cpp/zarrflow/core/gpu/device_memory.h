@@ -1,0 +1,122 @@
+// CUDA runtime helpers shared by the GPU path (CUDA builds only): error conversion, device
+// discovery with a reason when there is none, RAII streams/events, and pooled device and pinned
+// host memory.
+//
+// Pools recycle by size class. A buffer goes back to its pool when its owner releases it; the
+// GPU path only releases buffers after the stream work that uses them has completed (it waits on
+// an event first), so recycling never races with the GPU.
+// Thread-safety: pools are thread-safe; streams and events are owned by one thread at a time.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "zarrflow/core/status.h"
+
+namespace zarrflow::gpu {
+
+// kIoError wrapping a CUDA error, naming `what` ("cudaMemcpyAsync of 2 GB").
+Status cuda_status(cudaError_t err, std::string_view what);
+
+#define ZF_CUDA_RETURN_IF_ERROR(call)                                  \
+  do {                                                                 \
+    cudaError_t zf_err_ = (call);                                      \
+    if (zf_err_ != cudaSuccess) return ::zarrflow::gpu::cuda_status(zf_err_, #call); \
+  } while (0)
+
+// OK when a usable CUDA device exists; otherwise why not ("no CUDA driver", "no GPU").
+Status device_available();
+
+enum class MemoryKind { kDevice, kPinned };
+
+class GpuMemoryPool;
+
+// Device or pinned host memory; move-only; returns to its pool (if any) when destroyed.
+class GpuBuffer {
+ public:
+  GpuBuffer() = default;
+  GpuBuffer(GpuBuffer&& o) noexcept { swap(o); }
+  GpuBuffer& operator=(GpuBuffer&& o) noexcept {
+    GpuBuffer t(std::move(o));
+    swap(t);
+    return *this;
+  }
+  GpuBuffer(const GpuBuffer&) = delete;
+  GpuBuffer& operator=(const GpuBuffer&) = delete;
+  ~GpuBuffer();
+
+  [[nodiscard]] std::byte* data() const { return data_; }
+  [[nodiscard]] std::size_t size() const { return size_; }
+  [[nodiscard]] std::size_t capacity() const { return capacity_; }
+  void swap(GpuBuffer& o) noexcept;
+
+ private:
+  friend class GpuMemoryPool;
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0, capacity_ = 0;
+  MemoryKind kind_ = MemoryKind::kDevice;
+  GpuMemoryPool* pool_ = nullptr;
+};
+
+class GpuMemoryPool {
+ public:
+  GpuMemoryPool(MemoryKind kind, std::size_t max_cached_bytes)
+      : kind_(kind), max_cached_(max_cached_bytes) {}
+  ~GpuMemoryPool();
+  GpuMemoryPool(const GpuMemoryPool&) = delete;
+  GpuMemoryPool& operator=(const GpuMemoryPool&) = delete;
+
+  // At least `size` bytes (rounded up to 2 MiB granules above 2 MiB), 256-byte aligned.
+  Result<GpuBuffer> acquire(std::size_t size);
+  [[nodiscard]] std::size_t cached_bytes() const;
+
+ private:
+  friend class GpuBuffer;
+  void release(std::byte* p, std::size_t capacity);
+  static void free_raw(MemoryKind kind, std::byte* p);
+
+  MemoryKind kind_;
+  std::size_t max_cached_;
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::size_t, std::byte*>> free_;
+  std::size_t cached_ = 0;
+};
+
+class Stream {
+ public:
+  static Result<Stream> create();
+  Stream() = default;
+  Stream(Stream&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+  Stream& operator=(Stream&& o) noexcept {
+    std::swap(s_, o.s_);
+    return *this;
+  }
+  ~Stream();
+  [[nodiscard]] cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class Event {
+ public:
+  // `timing` events can measure elapsed time between them (slightly costlier to record).
+  static Result<Event> create(bool timing = false);
+  Event() = default;
+  Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
+  Event& operator=(Event&& o) noexcept {
+    std::swap(e_, o.e_);
+    return *this;
+  }
+  ~Event();
+  [[nodiscard]] cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+}  // namespace zarrflow::gpu

@@ -1,0 +1,140 @@
+#include "zarrflow/core/gpu/device_memory.h"
+
+#include <algorithm>
+
+namespace zarrflow::gpu {
+
+Status cuda_status(cudaError_t err, std::string_view what) {
+  return io_error("CUDA: " + std::string(what) + ": " + cudaGetErrorName(err) + " (" +
+                  cudaGetErrorString(err) + ")");
+}
+
+Status device_available() {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err == cudaErrorNoDevice || (err == cudaSuccess && n == 0))
+    return unimplemented("no CUDA GPU is visible");
+  if (err == cudaErrorInsufficientDriver)
+    return unimplemented("no CUDA driver (or one older than the CUDA " +
+                         std::to_string(CUDART_VERSION / 1000) + " runtime zarrflow was built with)");
+  if (err != cudaSuccess) return cuda_status(err, "cudaGetDeviceCount");
+  return {};
+}
+
+GpuBuffer::~GpuBuffer() {
+  if (data_ == nullptr) return;
+  if (pool_ != nullptr) {
+    pool_->release(data_, capacity_);
+  } else {
+    GpuMemoryPool::free_raw(kind_, data_);
+  }
+}
+
+void GpuBuffer::swap(GpuBuffer& o) noexcept {
+  std::swap(data_, o.data_);
+  std::swap(size_, o.size_);
+  std::swap(capacity_, o.capacity_);
+  std::swap(kind_, o.kind_);
+  std::swap(pool_, o.pool_);
+}
+
+GpuMemoryPool::~GpuMemoryPool() {
+  for (auto& [cap, p] : free_) free_raw(kind_, p);
+}
+
+void GpuMemoryPool::free_raw(MemoryKind kind, std::byte* p) {
+  if (kind == MemoryKind::kDevice) {
+    cudaFree(p);
+  } else {
+    cudaFreeHost(p);
+  }
+}
+
+Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
+  constexpr std::size_t kGranule = std::size_t{2} << 20;
+  const std::size_t cap = size <= kGranule ? std::max<std::size_t>(size, 256)
+                                           : (size + kGranule - 1) / kGranule * kGranule;
+  GpuBuffer b;
+  b.kind_ = kind_;
+  b.pool_ = this;
+  b.size_ = size;
+  {
+    std::lock_guard lock(mu_);
+    std::size_t best = free_.size();
+    for (std::size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i].first >= cap && free_[i].first <= 2 * cap &&
+          (best == free_.size() || free_[i].first < free_[best].first))
+        best = i;
+    }
+    if (best != free_.size()) {
+      b.capacity_ = free_[best].first;
+      b.data_ = free_[best].second;
+      cached_ -= b.capacity_;
+      free_[best] = free_.back();
+      free_.pop_back();
+      return std::move(b);
+    }
+  }
+  void* p = nullptr;
+  cudaError_t err = kind_ == MemoryKind::kDevice ? cudaMalloc(&p, cap)
+                                                 : cudaHostAlloc(&p, cap, cudaHostAllocDefault);
+  if (err != cudaSuccess) {
+    // Give cached memory back and retry once before reporting.
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [c, q] : free_) free_raw(kind_, q);
+      free_.clear();
+      cached_ = 0;
+    }
+    cudaGetLastError();
+    err = kind_ == MemoryKind::kDevice ? cudaMalloc(&p, cap)
+                                       : cudaHostAlloc(&p, cap, cudaHostAllocDefault);
+    if (err != cudaSuccess)
+      return cuda_status(err, std::string(kind_ == MemoryKind::kDevice ? "cudaMalloc"
+                                                                      : "cudaHostAlloc") +
+                                  " of " + std::to_string(cap) + " bytes");
+  }
+  b.data_ = static_cast<std::byte*>(p);
+  b.capacity_ = cap;
+  return std::move(b);
+}
+
+void GpuMemoryPool::release(std::byte* p, std::size_t capacity) {
+  {
+    std::lock_guard lock(mu_);
+    if (cached_ + capacity <= max_cached_) {
+      free_.emplace_back(capacity, p);
+      cached_ += capacity;
+      return;
+    }
+  }
+  free_raw(kind_, p);
+}
+
+std::size_t GpuMemoryPool::cached_bytes() const {
+  std::lock_guard lock(mu_);
+  return cached_;
+}
+
+Result<Stream> Stream::create() {
+  Stream s;
+  ZF_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s.s_, cudaStreamNonBlocking));
+  return std::move(s);
+}
+
+Stream::~Stream() {
+  if (s_ != nullptr) cudaStreamDestroy(s_);
+}
+
+Result<Event> Event::create(bool timing) {
+  Event e;
+  ZF_CUDA_RETURN_IF_ERROR(
+      cudaEventCreateWithFlags(&e.e_, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return std::move(e);
+}
+
+Event::~Event() {
+  if (e_ != nullptr) cudaEventDestroy(e_);
+}
+
+}  // namespace zarrflow::gpu

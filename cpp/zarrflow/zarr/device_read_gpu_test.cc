@@ -1,0 +1,193 @@
+// GPU read path against the CPU path, over an in-memory store (label: gpu). Skips without a GPU.
+// Small on purpose: this binary also runs under compute-sanitizer (scripts/gpu_run.sh).
+#include <blosc.h>
+#include <gtest/gtest.h>
+#include <lz4.h>
+#include <zstd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+#include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/store/memory_store.h"
+#include "zarrflow/zarr/gpu/device_read.h"
+#include "zarrflow/zarr/hierarchy.h"
+
+namespace zarrflow::gpu {
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+class DeviceReadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status s = device_available();
+    if (!s.ok()) GTEST_SKIP() << "no GPU: " << s.message();
+    if (const char* lib = std::getenv("ZARRFLOW_NVCOMP_LIBRARY")) set_nvcomp_library({lib});
+  }
+
+  // Reads `sel` of array `path` on the CPU and on the GPU and expects identical bytes.
+  void expect_same(const std::shared_ptr<MemoryStore>& store, const std::string& path,
+                   const Selection& sel, GpuDecode mode = GpuDecode::kAuto,
+                   std::int64_t expect_cpu_decoded = -1) {
+    auto node = open_node(store, path);
+    ASSERT_TRUE(node.ok()) << node.status().to_string();
+    const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+    const std::int64_t elem = arr.dtype().size;
+    std::int64_t n = 1;
+    for (auto c : sel.count) n *= c;
+    Bytes cpu(n * elem), gpu(n * elem, std::byte{0x5a});
+    StridedView cv{cpu.data(), sel.count, c_strides(sel.count, elem)};
+    ThreadPool pool(2);
+    ASSERT_TRUE(arr.read(sel, cv, ReadOptions{&pool, nullptr, {}}).ok());
+    void* d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, std::max<std::int64_t>(n * elem, 1)), cudaSuccess);
+    StridedView gv{static_cast<std::byte*>(d), sel.count, c_strides(sel.count, elem)};
+    DeviceReader reader;
+    DeviceReadOptions opt;
+    opt.pool = &pool;
+    opt.decode = mode;
+    DeviceReadReport report;
+    Status s = reader.read(arr, sel, gv, opt, &report);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    ASSERT_EQ(cudaMemcpy(gpu.data(), d, n * elem, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(d);
+    EXPECT_EQ(cpu, gpu) << path;
+    if (expect_cpu_decoded >= 0) EXPECT_EQ(report.cpu_decoded, expect_cpu_decoded) << path;
+  }
+
+  // A (5, 9, 7) float32 array with chunks (2, 4, 3) whose chunks are stored by `encode`; chunk
+  // (1, 1, 1) is missing. Values are smooth so every codec compresses them.
+  std::shared_ptr<MemoryStore> make(const std::string& path, const std::string& codecs_json,
+                                    const std::function<Bytes(const Bytes&)>& encode,
+                                    const std::string& key_sep = "/") {
+    auto store = std::make_shared<MemoryStore>();
+    const std::string meta = R"({"zarr_format": 3, "node_type": "array", "shape": [5, 9, 7],
+      "data_type": "float32", "chunk_grid": {"name": "regular",
+      "configuration": {"chunk_shape": [2, 4, 3]}}, "chunk_key_encoding": {"name": "default",
+      "configuration": {"separator": ")" + key_sep + R"("}}, "fill_value": "NaN", "codecs": )" +
+                             codecs_json + "}";
+    EXPECT_TRUE(store->set(path + "/zarr.json", meta).ok());
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < 3; ++b)
+        for (int c = 0; c < 3; ++c) {
+          if (a == 1 && b == 1 && c == 1) continue;
+          std::vector<float> chunk(24);
+          for (int i = 0; i < 24; ++i) chunk[i] = float(a * 100 + b * 10 + c) + 0.25f * float(i % 5);
+          Bytes raw(96);
+          std::memcpy(raw.data(), chunk.data(), 96);
+          const std::string key = path + "/c" + key_sep + std::to_string(a) + key_sep +
+                                  std::to_string(b) + key_sep + std::to_string(c);
+          EXPECT_TRUE(store->set(key, encode(raw)).ok());
+        }
+    return store;
+  }
+};
+
+Bytes identity(const Bytes& b) { return b; }
+
+Bytes blosc(const Bytes& b, const char* cname, int shuffle) {
+  Bytes out(b.size() + BLOSC_MAX_OVERHEAD);
+  const int n = blosc_compress_ctx(5, shuffle, 4, b.size(), b.data(), out.data(), out.size(), cname,
+                                   16, 1);
+  out.resize(std::size_t(n));
+  return out;
+}
+
+Bytes zstd(const Bytes& b) {
+  Bytes out(ZSTD_compressBound(b.size()));
+  out.resize(ZSTD_compress(out.data(), out.size(), b.data(), b.size(), 3));
+  return out;
+}
+
+const char* kBytes = R"([{"name": "bytes", "configuration": {"endian": "little"}}])";
+
+TEST_F(DeviceReadTest, RawEdgesMissingAndStrides) {
+  auto store = make("raw", kBytes, identity);
+  expect_same(store, "raw", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
+  expect_same(store, "raw", Selection{{1, 2, 0}, {2, 3, 4}, {3, 2, 2}}, GpuDecode::kOn, 0);
+  expect_same(store, "raw", Selection{{4, 8, 6}, {1, 1, 1}, {1, 1, 1}});
+}
+
+TEST_F(DeviceReadTest, BigEndianTransposed) {
+  auto store = make("be", R"([{"name": "transpose", "configuration": {"order": [2, 0, 1]}},
+      {"name": "bytes", "configuration": {"endian": "big"}}])",
+                    [](const Bytes& b) {
+                      // Chunk (2,4,3) stored as transpose order [2,0,1] → (3,2,4), big-endian.
+                      Bytes out(b.size());
+                      for (int i = 0; i < 2; ++i)
+                        for (int j = 0; j < 4; ++j)
+                          for (int k = 0; k < 3; ++k)
+                            for (int x = 0; x < 4; ++x)
+                              out[((k * 2 + i) * 4 + j) * 4 + x] = b[((i * 4 + j) * 3 + k) * 4 + 3 - x];
+                      return out;
+                    });
+  expect_same(store, "be", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
+  expect_same(store, "be", Selection{{0, 1, 1}, {3, 4, 3}, {2, 2, 2}}, GpuDecode::kOn, 0);
+}
+
+TEST_F(DeviceReadTest, BloscLz4AndBlosclzOnOwnKernels) {
+  for (const char* cname : {"lz4", "blosclz", "lz4hc"})
+    for (int shuffle : {0, 1, 2}) {
+      const std::string codecs = R"([{"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "blosc", "configuration": {"cname": ")" + std::string(cname == std::string("lz4hc") ? "lz4hc" : cname) +
+                                 R"(", "clevel": 5, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}])";
+      auto store = make("b", codecs, [&](const Bytes& b) { return blosc(b, cname, shuffle); });
+      expect_same(store, "b", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
+    }
+}
+
+TEST_F(DeviceReadTest, ZstdThroughNvcomp) {
+  auto store = make("z", R"([{"name": "bytes", "configuration": {"endian": "little"}},
+                             {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
+                    zstd);
+  const bool have_nvcomp = Nvcomp::get().ok();
+  expect_same(store, "z", Selection::full({5, 9, 7}), have_nvcomp ? GpuDecode::kOn : GpuDecode::kAuto,
+              have_nvcomp ? 0 : 26);
+}
+
+TEST_F(DeviceReadTest, NumcodecsLz4V2) {
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(store->set("v2/.zarray", std::string_view(R"({"zarr_format": 2, "shape": [10, 6],
+    "chunks": [4, 6], "dtype": "<i4", "compressor": {"id": "lz4", "acceleration": 1},
+    "filters": null, "fill_value": 7, "order": "C"})")).ok());
+  for (int c = 0; c < 2; ++c) {  // chunk 2 missing
+    std::vector<std::int32_t> v(24);
+    std::iota(v.begin(), v.end(), c * 1000);
+    Bytes out(4 + LZ4_compressBound(96));
+    const int n = LZ4_compress_default(reinterpret_cast<const char*>(v.data()),
+                                       reinterpret_cast<char*>(out.data()) + 4, 96, int(out.size()) - 4);
+    const std::uint32_t size = 96;
+    std::memcpy(out.data(), &size, 4);
+    out.resize(4 + std::size_t(n));
+    ASSERT_TRUE(store->set("v2/" + std::to_string(c) + ".0", out).ok());
+  }
+  expect_same(store, "v2", Selection::full({10, 6}), GpuDecode::kOn, 0);
+}
+
+TEST_F(DeviceReadTest, CorruptChunkNamesTheKeyAndTheGpuStaysUsable) {
+  auto store = make("bad", R"([{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
+       "typesize": 4, "blocksize": 0}}])",
+                    [](const Bytes& b) { return blosc(b, "lz4", 1); });
+  // Blosc has no checksum, so flipped literal bytes can decode "fine"; a truncated chunk cannot.
+  auto v = **store->get("bad/c/0/1/2");
+  Bytes broken(v.data(), v.data() + v.size() - 5);
+  ASSERT_TRUE(store->set("bad/c/0/1/2", broken).ok());
+  auto node = open_node(store, "bad");
+  const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 5 * 9 * 7 * 4), cudaSuccess);
+  const Shape shape{5, 9, 7};
+  StridedView gv{static_cast<std::byte*>(d), shape, c_strides(shape, 4)};
+  DeviceReader reader;
+  Status s = reader.read(arr, Selection::full({5, 9, 7}), gv, DeviceReadOptions{});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("chunk 'c/0/1/2'"), std::string::npos) << s.message();
+  cudaFree(d);
+  expect_same(store, "bad", Selection{{2, 0, 0}, {3, 9, 7}, {1, 1, 1}});  // other chunks still read
+}
+
+}  // namespace
+}  // namespace zarrflow::gpu

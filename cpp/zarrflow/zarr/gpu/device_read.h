@@ -1,0 +1,82 @@
+// Reading Zarr arrays straight into GPU memory (CUDA builds only).
+//
+// The path of one read (all GPU work ordered on the caller's stream, one synchronisation at the
+// end of each batch to check per-chunk statuses):
+//   region → chunks (and, for sharded arrays, the inner chunks each shard index points at)
+//   → sizes → compressed bytes read by the thread pool into pooled pinned staging
+//     (pread; or cuFile into device memory)
+//   → host validation of framing and checksums (nvCOMP must never see malformed input)
+//   → one host-to-device copy of the compressed bytes (and of the job tables)
+//   → batched decoders: nvCOMP zstd and deflate (gzip/zlib), zarrflow's own LZ4 / blosclz /
+//     stored-stream kernel (Blosc inner streams and numcodecs LZ4), then Blosc byte/bit un-shuffle
+//   → one scatter kernel: decoded chunks into the destination (edge clipping, transpose, byte
+//     swap) and fill values for missing chunks. Whole chunks read into a dense native-order
+//     destination are decoded in place and skip the scatter.
+// Chunks whose codecs have no GPU decoder (or when gpu_decode is off, or nvCOMP is missing for
+// zstd/deflate) are decoded by the CPU path into pinned memory and copied up; the report says
+// which and why. A chunk that fails on the GPU is decoded again on the CPU, which either
+// produces the error message (naming the array and chunk) or, if the CPU succeeds, the data.
+// Batches are double-buffered: the CPU reads batch k+1 while the GPU decodes batch k.
+// Thread-safety: one DeviceReader per thread, or external locking; pools are shared safely.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "zarrflow/core/gpu/device_memory.h"
+#include "zarrflow/zarr/array.h"
+
+namespace zarrflow::gpu {
+
+enum class GpuDecode : std::uint8_t { kAuto, kOn, kOff };
+enum class IoPath : std::uint8_t { kAuto, kPinned, kCuFile };
+
+struct DeviceReadOptions {
+  ThreadPool* pool = nullptr;      // file reads and host-side checks; null = calling thread
+  BufferPool* buffers = nullptr;   // host scratch of CPU-fallback decodes
+  GpuDecode decode = GpuDecode::kAuto;  // on: fail instead of falling back to the CPU
+  IoPath io = IoPath::kAuto;
+  cudaStream_t stream = nullptr;   // the caller's stream (null = the legacy default stream)
+  CoalesceOptions coalesce;
+  // Compressed bytes staged per batch; 0 = chosen per codec (256 MB, or 2 GB for chains decoded
+  // by nvCOMP's zstd/deflate, which need hundreds of chunks per call to fill the GPU).
+  std::uint64_t batch_bytes = 0;
+};
+
+struct DeviceReadReport {
+  std::int64_t chunks = 0;          // leaf chunks (inner chunks of shards count one each)
+  std::int64_t missing = 0;         // filled with the fill value
+  std::int64_t gpu_decoded = 0;
+  std::int64_t cpu_decoded = 0;     // decoded on the CPU, then copied up
+  std::uint64_t stored_bytes = 0;   // compressed bytes read
+  std::uint64_t h2d_bytes = 0;      // bytes copied host → device
+  std::int64_t direct_reads = 0;    // chunks read with O_DIRECT (they were not in the page cache)
+  std::string io;                   // "pread → pinned → H2D" or "cuFile (...)"
+  // GPU time by stage, summed over batches (CUDA events on the stream): copies up, decoding
+  // (nvCOMP and zarrflow's kernels), scatter/fill into the destination.
+  double h2d_ms = 0, decode_ms = 0, scatter_ms = 0;
+  std::vector<std::string> notes;   // why chunks fell back to the CPU (each reason once)
+};
+
+class DeviceReader {
+ public:
+  DeviceReader();
+  ~DeviceReader();
+  DeviceReader(const DeviceReader&) = delete;
+  DeviceReader& operator=(const DeviceReader&) = delete;
+
+  // Reads `region` of `arr` into device memory `dest` (shape == region.count; byte strides).
+  Status read(const Array& arr, const Selection& region, const StridedView& dest,
+              const DeviceReadOptions& options, DeviceReadReport* report = nullptr);
+
+  GpuMemoryPool& device_pool() { return device_; }
+
+ private:
+  GpuMemoryPool pinned_;
+  GpuMemoryPool device_;
+};
+
+}  // namespace zarrflow::gpu

@@ -1,0 +1,43 @@
+// zarrflow.Tensor: a read's result in host or GPU memory, handed to PyTorch / CuPy / JAX / NumPy
+// through DLPack without a copy.
+//
+// Ownership: the tensor shares its memory with every DLPack capsule it exported; the memory goes
+// back to zarrflow's pool only when the tensor object and every consumer have released it.
+// Streams: a GPU tensor carries the CUDA event recorded after its read; `__dlpack__(stream=s)`
+// makes the consumer's stream `s` wait on that event (no host synchronisation).
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "zarrflow/core/dtype.h"
+
+namespace zarrflow::py {
+
+struct TensorState {
+  std::shared_ptr<void> owner;   // keeps the memory alive
+  void* data = nullptr;
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;  // elements
+  DataType dtype;
+  int device_type = 1;           // DLPack: 1 = CPU, 2 = CUDA
+  int device_id = 0;
+  // Makes `stream` (a cudaStream_t as an integer; 1/2 = legacy / per-thread default) wait until
+  // the data is ready. Empty for host tensors.
+  std::function<void(std::uintptr_t stream)> wait_on;
+};
+
+struct Tensor {
+  std::shared_ptr<TensorState> state;
+};
+
+// DLPack capsule ("dltensor") sharing `state`.
+nanobind::object to_dlpack(const std::shared_ptr<TensorState>& state);
+
+void bind_tensor(nanobind::module_& m);
+
+}  // namespace zarrflow::py
