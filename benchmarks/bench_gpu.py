@@ -209,7 +209,7 @@ def main() -> int:
         arr = zarrflow.open_array(paths["raw"])
         # Without nvidia-fs, cuFile needs compatibility mode allowed; ask for it for this run.
         os.environ.setdefault("CUFILE_FORCE_COMPAT_MODE", "true")
-        for io in ("pinned", "cufile"):
+        for io in ("pinned", "direct", "cufile"):
             for temp in ("warm", "cold"):
                 try:
                     if temp == "warm":

@@ -183,8 +183,10 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
   gpu::DeviceReadOptions opts;
   opts.decode = decode == "on" ? gpu::GpuDecode::kOn
                 : decode == "off" ? gpu::GpuDecode::kOff : gpu::GpuDecode::kAuto;
-  opts.io = io == "cufile" ? gpu::IoPath::kCuFile
-            : io == "pinned" ? gpu::IoPath::kPinned : gpu::IoPath::kAuto;
+  opts.io = io == "cufile"   ? gpu::IoPath::kCuFile
+            : io == "direct" ? gpu::IoPath::kDirect
+            : io == "pinned" ? gpu::IoPath::kPinned
+                             : gpu::IoPath::kAuto;
   if (exec != nullptr) {
     opts.pool = &exec->pool;
     opts.buffers = &exec->buffers;

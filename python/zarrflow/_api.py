@@ -224,8 +224,9 @@ class Array(_Node):
         memory). ``stream`` is the CUDA stream (an int handle) to order the read on; consumers'
         streams wait on it through ``__dlpack__(stream=...)``. ``gpu_decode``: ``auto`` decodes
         on the CPU what the GPU cannot (and says why once), ``on`` fails instead, ``off`` decodes
-        everything on the CPU. ``io``: ``auto``/``pinned`` read through pinned host memory,
-        ``cufile`` reads uncompressed chunks with GPUDirect Storage. The last GPU read's report
+        everything on the CPU. ``io``: ``auto``/``pinned`` read (buffered) into pinned host memory,
+        ``direct`` uses O_DIRECT instead, ``cufile`` reads uncompressed chunks with GPUDirect
+        Storage. The last GPU read's report
         (chunks decoded where, bytes moved, fallbacks) is in :attr:`last_read_report`.
         """
         if region is None:
@@ -244,8 +245,8 @@ class Array(_Node):
             raise NotImplementedError("negative steps are not supported with device=")
         if gpu_decode not in ("auto", "on", "off"):
             raise ValueError(f"gpu_decode must be 'auto', 'on' or 'off', got {gpu_decode!r}")
-        if io not in ("auto", "pinned", "cufile"):
-            raise ValueError(f"io must be 'auto', 'pinned' or 'cufile', got {io!r}")
+        if io not in ("auto", "pinned", "direct", "cufile"):
+            raise ValueError(f"io must be 'auto', 'pinned', 'direct' or 'cufile', got {io!r}")
         kind, index = _gpu.parse_device(device)
         if kind == "cpu":
             return self._h.read_host_tensor(sel.start, sel.count, sel.step, self._executor)

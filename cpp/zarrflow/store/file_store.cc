@@ -7,7 +7,6 @@
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -202,20 +201,15 @@ Result<bool> FileStore::read_range_into(std::string_view key, std::uint64_t offs
   return true;
 }
 
-Result<bool> FileStore::read_for_device(std::string_view key, std::uint64_t offset,
-                                       std::uint64_t length, ByteSpan slot, bool* direct) const {
+Result<bool> FileStore::read_direct(std::string_view key, std::uint64_t offset,
+                                   std::uint64_t length, ByteSpan slot, bool* direct) const {
   constexpr std::uint64_t kBlock = 4096;
   const std::uint64_t lead = offset % kBlock;
   *direct = false;
-  if (slot.size() < lead + length) return invalid_argument("read_for_device: slot too small");
+  if (slot.size() < lead + length) return invalid_argument("read_direct: slot too small");
   ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
   if (raw_fd < 0) return false;
   FdGuard fd(raw_fd);
-  // Cached? Take it from the page cache without blocking on the disk.
-  iovec iov{slot.data(), length};
-  const ssize_t got = ::preadv2(fd.get(), &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
-  if (got == static_cast<ssize_t>(length)) return true;
-  // Not (fully) cached: O_DIRECT the aligned superset, where the file system allows it.
   const std::uint64_t aligned_off = offset - lead;
   const std::uint64_t aligned_len = (lead + length + kBlock - 1) / kBlock * kBlock;
   const bool slot_ok = reinterpret_cast<std::uintptr_t>(slot.data()) % kBlock == 0 &&

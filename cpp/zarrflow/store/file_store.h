@@ -35,14 +35,13 @@ class FileStore final : public Store {
 
   [[nodiscard]] const std::string& root() const { return root_; }
 
-  // Reads `length` bytes at `offset` for the GPU path's pinned staging, bypassing the page cache
-  // when the bytes are not cached: a non-blocking buffered read (RWF_NOWAIT) takes cached data;
-  // otherwise O_DIRECT reads the 4 KiB-aligned superset (DMA, no copy through the cache) and
-  // moves the bytes to the start of `slot`. `slot` should be 4 KiB aligned and hold
-  // round_up(offset % 4096 + length, 4096) bytes (else the read is buffered). False when the key
-  // is missing; `*direct` says whether O_DIRECT was used.
-  Result<bool> read_for_device(std::string_view key, std::uint64_t offset, std::uint64_t length,
-                               ByteSpan slot, bool* direct) const;
+  // Reads `length` bytes at `offset` with O_DIRECT (DMA into the caller's memory, bypassing the
+  // page cache): the 4 KiB-aligned superset is read into `slot` and the bytes are moved to its
+  // start. `slot` must be 4 KiB aligned and hold round_up(offset % 4096 + length, 4096) bytes;
+  // where the file system refuses O_DIRECT the read is buffered. False when the key is missing;
+  // `*direct` says whether O_DIRECT was used.
+  Result<bool> read_direct(std::string_view key, std::uint64_t offset, std::uint64_t length,
+                           ByteSpan slot, bool* direct) const;
 
  private:
   FileStore(std::string root, std::string real_root, int root_fd);

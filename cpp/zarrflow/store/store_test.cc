@@ -110,6 +110,27 @@ TEST_F(FileStoreTest, SetWritesAtomically) {
   EXPECT_EQ(text(**store_->get("b/x/y")), "hello");
 }
 
+TEST_F(FileStoreTest, ReadDirectFromUnalignedOffsets) {
+  std::string big(10000, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 23);
+  write(base_ / "root" / "big", big);
+  void* mem = nullptr;
+  ASSERT_EQ(posix_memalign(&mem, 4096, 3 * 4096), 0);
+  std::unique_ptr<void, decltype(&std::free)> guard(mem, &std::free);
+  ByteSpan slot(static_cast<std::byte*>(mem), 3 * 4096);
+  for (auto [off, len] : {std::pair<std::uint64_t, std::uint64_t>{0, 10000}, {4100, 5000}, {9999, 1}}) {
+    bool direct = false;
+    auto r = store_->read_direct("big", off, len, slot, &direct);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    ASSERT_TRUE(*r);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(slot.data()), len), big.substr(off, len));
+  }
+  bool direct = false;
+  EXPECT_EQ(store_->read_direct("big", 9000, 2000, slot, &direct).status().code(),
+            ErrorCode::kCorruptData);  // past the end
+  EXPECT_FALSE(*store_->read_direct("nothing", 0, 10, slot, &direct));
+}
+
 TEST(FileStoreOpen, MissingRootIsNotFound) {
   EXPECT_EQ(FileStore::open("/nonexistent/zarrflow").status().code(), ErrorCode::kNotFound);
 }

@@ -32,7 +32,10 @@
 namespace zarrflow::gpu {
 
 enum class GpuDecode : std::uint8_t { kAuto, kOn, kOff };
-enum class IoPath : std::uint8_t { kAuto, kPinned, kCuFile };
+// kAuto/kPinned: buffered pread into pinned staging. kDirect: O_DIRECT into pinned staging (no
+// page cache: measured slower than buffered reads on our virtio test host, so opt-in).
+// kCuFile: GPUDirect Storage for uncompressed chunks.
+enum class IoPath : std::uint8_t { kAuto, kPinned, kDirect, kCuFile };
 
 struct DeviceReadOptions {
   ThreadPool* pool = nullptr;      // file reads and host-side checks; null = calling thread

@@ -322,7 +322,8 @@ Status ReadOp::run(const Selection& region, const StridedView& dest) {
   }
   std::optional<Batch> previous;
   std::size_t i = 0;
-  report_.io = "pread (cached) or O_DIRECT (not cached) → pinned staging → H2D copy per batch";
+  report_.io = opt_.io == IoPath::kDirect ? "O_DIRECT → pinned staging → H2D copy per batch"
+                                          : "pread → pinned staging → H2D copy per batch";
   while (i < items_.size()) {
     Batch b;
     std::uint64_t staged = 0;
@@ -386,11 +387,11 @@ Status ReadOp::fetch(Batch& b) {
                                        b.d_direct.data() + it.direct_offset, it.stored_size, 0));
     const std::uint64_t offset = it.range ? it.range->offset : 0;
     Result<bool> r = false;
-    if (files != nullptr) {
+    if (files != nullptr && opt_.io == IoPath::kDirect) {
       const std::uint64_t slot = align_up(offset % 4096 + it.stored_size, 4096);
       bool direct = false;
-      r = files->read_for_device(it.key, offset, it.stored_size,
-                                 ByteSpan(base + it.staging_offset, slot), &direct);
+      r = files->read_direct(it.key, offset, it.stored_size,
+                             ByteSpan(base + it.staging_offset, slot), &direct);
       if (direct) ++direct_reads;
       // A whole value must be exactly its size (it may have changed since it was measured).
       if (r.ok() && *r && !it.range) {
