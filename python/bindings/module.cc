@@ -90,6 +90,40 @@ Selection to_selection(const std::vector<std::int64_t>& start,
 
 using AnyArray = nb::ndarray<nb::device::cpu>;
 
+ReadOptions read_options(Executor* exec) {
+  ReadOptions opts;
+  if (exec != nullptr) {
+    opts.pool = &exec->pool;
+    opts.buffers = &exec->buffers;
+  }
+  return opts;
+}
+
+// Array::read on host memory with the GIL released; raises on failure.
+void host_read(const Array& arr, const Selection& sel, const StridedView& view, Executor* exec) {
+  Status s;
+  {
+    nb::gil_scoped_release release;
+    s = arr.read(sel, view, read_options(exec));
+  }
+  throw_if_error(std::move(s));
+}
+
+// A C-contiguous tensor of `arr`'s dtype over `data`, kept alive by `owner`.
+std::shared_ptr<py::TensorState> tensor_state(const Array& arr, const Shape& shape, void* data,
+                                              std::shared_ptr<void> owner, int device_type,
+                                              int device_id) {
+  auto st = std::make_shared<py::TensorState>();
+  st->data = data;
+  st->owner = std::move(owner);
+  st->shape = shape;
+  st->strides = c_strides(shape, 1);
+  st->dtype = arr.dtype();
+  st->device_type = device_type;
+  st->device_id = device_id;
+  return st;
+}
+
 void read_into(const Array& arr, const std::vector<std::int64_t>& start,
                const std::vector<std::int64_t>& count, const std::vector<std::int64_t>& step,
                AnyArray out, Executor* exec) {
@@ -111,17 +145,7 @@ void read_into(const Array& arr, const std::vector<std::int64_t>& start,
     view.strides.push_back(static_cast<std::int64_t>(out.stride(i)) *
                            static_cast<std::int64_t>(out.itemsize()));
   }
-  ReadOptions opts;
-  if (exec != nullptr) {
-    opts.pool = &exec->pool;
-    opts.buffers = &exec->buffers;
-  }
-  Status s;
-  {
-    nb::gil_scoped_release release;
-    s = arr.read(to_selection(start, count, step), view, opts);
-  }
-  throw_if_error(std::move(s));
+  host_read(arr, to_selection(start, count, step), view, exec);
 }
 
 std::int64_t product(const std::vector<std::int64_t>& v) {
@@ -133,27 +157,11 @@ std::int64_t product(const std::vector<std::int64_t>& v) {
 // Reads into new host memory and returns it as a DLPack-exportable Tensor.
 py::Tensor read_host_tensor(const Array& arr, const Selection& sel, Executor* exec) {
   const std::size_t elem = arr.dtype().size;
-  auto buf = std::make_shared<Buffer>(static_cast<std::size_t>(std::max<std::int64_t>(product(sel.count), 1)) * elem);
+  auto buf = std::make_shared<Buffer>(
+      static_cast<std::size_t>(std::max<std::int64_t>(product(sel.count), 1)) * elem);
   StridedView view{buf->data(), sel.count, c_strides(sel.count, static_cast<std::int64_t>(elem))};
-  ReadOptions opts;
-  if (exec != nullptr) {
-    opts.pool = &exec->pool;
-    opts.buffers = &exec->buffers;
-  }
-  Status s;
-  {
-    nb::gil_scoped_release release;
-    s = arr.read(sel, view, opts);
-  }
-  throw_if_error(std::move(s));
-  auto st = std::make_shared<py::TensorState>();
-  st->data = buf->data();
-  st->owner = buf;
-  st->shape = sel.count;
-  st->strides = c_strides(sel.count, 1);
-  st->dtype = arr.dtype();
-  st->device_type = 1;
-  return py::Tensor{st};
+  host_read(arr, sel, view, exec);
+  return py::Tensor{tensor_state(arr, sel.count, buf->data(), buf, /*device_type=*/1, 0)};
 }
 
 #ifdef ZARRFLOW_HAVE_CUDA
@@ -167,7 +175,8 @@ cudaStream_t zarrflow_stream(int device) {
   static std::vector<cudaStream_t> streams;
   std::lock_guard lock(mu);
   if (streams.size() <= static_cast<std::size_t>(device)) streams.resize(device + 1, nullptr);
-  if (streams[device] == nullptr) cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking);
+  if (streams[device] == nullptr)
+    cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking);
   return streams[device];
 }
 
@@ -181,18 +190,19 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
                              std::optional<std::uintptr_t> stream, const std::string& decode,
                              const std::string& io, Executor* exec) {
   gpu::DeviceReadOptions opts;
-  opts.decode = decode == "on" ? gpu::GpuDecode::kOn
-                : decode == "off" ? gpu::GpuDecode::kOff : gpu::GpuDecode::kAuto;
+  opts.decode = decode == "on"    ? gpu::GpuDecode::kOn
+                : decode == "off" ? gpu::GpuDecode::kOff
+                                  : gpu::GpuDecode::kAuto;
   opts.io = io == "cufile"   ? gpu::IoPath::kCuFile
             : io == "direct" ? gpu::IoPath::kDirect
             : io == "pinned" ? gpu::IoPath::kPinned
                              : gpu::IoPath::kAuto;
-  if (exec != nullptr) {
-    opts.pool = &exec->pool;
-    opts.buffers = &exec->buffers;
-  }
+  const ReadOptions host = read_options(exec);
+  opts.pool = host.pool;
+  opts.buffers = host.buffers;
   const std::size_t elem = arr.dtype().size;
-  const std::size_t bytes = static_cast<std::size_t>(std::max<std::int64_t>(product(sel.count), 1)) * elem;
+  const std::size_t bytes =
+      static_cast<std::size_t>(std::max<std::int64_t>(product(sel.count), 1)) * elem;
   gpu::DeviceReadReport report;
   std::shared_ptr<gpu::GpuBuffer> buf;
   std::shared_ptr<gpu::Event> ready;
@@ -205,7 +215,8 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
       opts.stream = stream ? as_stream(*stream) : zarrflow_stream(device);
       ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer b, device_reader().device_pool().acquire(bytes));
       buf = std::make_shared<gpu::GpuBuffer>(std::move(b));
-      StridedView view{buf->data(), sel.count, c_strides(sel.count, static_cast<std::int64_t>(elem))};
+      StridedView view{buf->data(), sel.count,
+                       c_strides(sel.count, static_cast<std::int64_t>(elem))};
       ZF_RETURN_IF_ERROR(device_reader().read(arr, sel, view, opts, &report));
       ZF_ASSIGN_OR_RETURN(gpu::Event e, gpu::Event::create());
       ready = std::make_shared<gpu::Event>(std::move(e));
@@ -214,14 +225,7 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
     }();
   }
   throw_if_error(std::move(s));
-  auto st = std::make_shared<py::TensorState>();
-  st->data = buf->data();
-  st->owner = buf;
-  st->shape = sel.count;
-  st->strides = c_strides(sel.count, 1);
-  st->dtype = arr.dtype();
-  st->device_type = 2;
-  st->device_id = device;
+  auto st = tensor_state(arr, sel.count, buf->data(), buf, /*device_type=*/2, device);
   st->wait_on = [ready](std::uintptr_t consumer) {
     cudaStreamWaitEvent(as_stream(consumer), ready->get(), 0);
   };
@@ -268,14 +272,17 @@ NB_MODULE(_core, m) {
 
   py::bind_tensor(m);
 
-  m.def("cuda_status", []() -> std::string {
+  m.def(
+      "cuda_status",
+      []() -> std::string {
 #ifdef ZARRFLOW_HAVE_CUDA
-    Status s = gpu::device_available();
-    return s.ok() ? std::string() : s.message();
+        Status s = gpu::device_available();
+        return s.ok() ? std::string() : s.message();
 #else
-    return "zarrflow was built without CUDA";
+        return "zarrflow was built without CUDA";
 #endif
-  }, "'' when a CUDA GPU can be used, else why not");
+      },
+      "'' when a CUDA GPU can be used, else why not");
   m.def("built_with_cuda", []() {
 #ifdef ZARRFLOW_HAVE_CUDA
     return true;
@@ -290,15 +297,18 @@ NB_MODULE(_core, m) {
     (void)candidates;
 #endif
   });
-  m.def("nvcomp_status", []() -> std::string {
+  m.def(
+      "nvcomp_status",
+      []() -> std::string {
 #ifdef ZARRFLOW_HAVE_CUDA
-    auto n = gpu::Nvcomp::get();
-    if (!n.ok()) return n.status().message();
-    return "";
+        auto n = gpu::Nvcomp::get();
+        if (!n.ok()) return n.status().message();
+        return "";
 #else
-    return "zarrflow was built without CUDA";
+        return "zarrflow was built without CUDA";
 #endif
-  }, "'' when nvCOMP is loaded, else why not");
+      },
+      "'' when nvCOMP is loaded, else why not");
 
   nb::class_<Executor>(m, "Executor")
       .def(nb::init<std::size_t>(), "threads"_a)
@@ -353,24 +363,28 @@ NB_MODULE(_core, m) {
            [](const Array& a, const std::vector<std::int64_t>& c) { return a.chunk_key(c); })
       .def("read_into", &read_into, "start"_a, "count"_a, "step"_a, "out"_a,
            "executor"_a = nb::none())
-      .def("read_host_tensor",
-           [](const Array& a, const std::vector<std::int64_t>& start,
-              const std::vector<std::int64_t>& count, const std::vector<std::int64_t>& step,
-              Executor* exec) { return read_host_tensor(a, {start, count, step}, exec); },
-           "start"_a, "count"_a, "step"_a, "executor"_a = nb::none())
-      .def("read_device_tensor",
-           [](const Array& a, const std::vector<std::int64_t>& start,
-              const std::vector<std::int64_t>& count, const std::vector<std::int64_t>& step,
-              int device, std::optional<std::uintptr_t> stream, const std::string& decode,
-              const std::string& io, Executor* exec) -> nb::tuple {
+      .def(
+          "read_host_tensor",
+          [](const Array& a, const std::vector<std::int64_t>& start,
+             const std::vector<std::int64_t>& count, const std::vector<std::int64_t>& step,
+             Executor* exec) {
+            return read_host_tensor(a, {start, count, step}, exec);
+          },
+          "start"_a, "count"_a, "step"_a, "executor"_a = nb::none())
+      .def(
+          "read_device_tensor",
+          [](const Array& a, const std::vector<std::int64_t>& start,
+             const std::vector<std::int64_t>& count, const std::vector<std::int64_t>& step,
+             int device, std::optional<std::uintptr_t> stream, const std::string& decode,
+             const std::string& io, Executor* exec) -> nb::tuple {
 #ifdef ZARRFLOW_HAVE_CUDA
-             return read_device_tensor(a, {start, count, step}, device, stream, decode, io, exec);
+            return read_device_tensor(a, {start, count, step}, device, stream, decode, io, exec);
 #else
              throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
-           },
-           "start"_a, "count"_a, "step"_a, "device"_a, "stream"_a, "gpu_decode"_a, "io"_a,
-           "executor"_a = nb::none())
+          },
+          "start"_a, "count"_a, "step"_a, "device"_a, "stream"_a, "gpu_decode"_a, "io"_a,
+          "executor"_a = nb::none())
       .def("storage_info", [](const Array& a) {
         StorageInfo info;
         {

@@ -39,13 +39,20 @@ struct DLManagedTensor {
 DLDataType dl_dtype(const DataType& t) {
   const std::uint8_t bits = static_cast<std::uint8_t>(t.size * 8);
   switch (t.kind) {
-    case DTypeKind::kBool: return {6, 8, 1};
-    case DTypeKind::kInt: return {0, bits, 1};
-    case DTypeKind::kUInt: return {1, bits, 1};
-    case DTypeKind::kFloat: return {2, bits, 1};
-    case DTypeKind::kBFloat16: return {4, 16, 1};
-    case DTypeKind::kComplex: return {5, bits, 1};
-    case DTypeKind::kRaw: return {1, 8, 1};  // exported as bytes (a trailing axis, see below)
+    case DTypeKind::kBool:
+      return {6, 8, 1};
+    case DTypeKind::kInt:
+      return {0, bits, 1};
+    case DTypeKind::kUInt:
+      return {1, bits, 1};
+    case DTypeKind::kFloat:
+      return {2, bits, 1};
+    case DTypeKind::kBFloat16:
+      return {4, 16, 1};
+    case DTypeKind::kComplex:
+      return {5, bits, 1};
+    case DTypeKind::kRaw:
+      return {1, 8, 1};  // exported as bytes (a trailing axis, see below)
   }
   return {1, 8, 1};
 }
@@ -101,20 +108,19 @@ void bind_tensor(nb::module_& m) {
   nb::class_<Tensor>(m, "Tensor",
                      "A read's result in host or GPU memory; consume it with torch.from_dlpack, "
                      "cupy.from_dlpack, jax.dlpack.from_dlpack or numpy.from_dlpack (no copy).")
-      .def_prop_ro("shape", [](const Tensor& t) {
-        nb::list l;
-        for (auto v : t.state->shape) l.append(v);
-        return nb::tuple(l);
-      })
+      .def_prop_ro("shape",
+                   [](const Tensor& t) {
+                     nb::list l;
+                     for (auto v : t.state->shape) l.append(v);
+                     return nb::tuple(l);
+                   })
       .def_prop_ro("dtype_str", [](const Tensor& t) { return t.state->dtype.numpy_str(); })
       .def_prop_ro("device_type", [](const Tensor& t) { return t.state->device_type; })
       .def_prop_ro("device_id", [](const Tensor& t) { return t.state->device_id; })
-      .def_prop_ro("data_ptr", [](const Tensor& t) {
-        return reinterpret_cast<std::uintptr_t>(t.state->data);
-      })
-      .def("__dlpack_device__", [](const Tensor& t) {
-        return nb::make_tuple(t.state->device_type, t.state->device_id);
-      })
+      .def_prop_ro("data_ptr",
+                   [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.state->data); })
+      .def("__dlpack_device__",
+           [](const Tensor& t) { return nb::make_tuple(t.state->device_type, t.state->device_id); })
       .def(
           "__dlpack__",
           [](const Tensor& t, nb::object stream, nb::object max_version, nb::object dl_device,

@@ -19,12 +19,12 @@
 namespace zarrflow::py {
 
 struct TensorState {
-  std::shared_ptr<void> owner;   // keeps the memory alive
+  std::shared_ptr<void> owner;  // keeps the memory alive
   void* data = nullptr;
   std::vector<std::int64_t> shape;
   std::vector<std::int64_t> strides;  // elements
   DataType dtype;
-  int device_type = 1;           // DLPack: 1 = CPU, 2 = CUDA
+  int device_type = 1;  // DLPack: 1 = CPU, 2 = CUDA
   int device_id = 0;
   // Makes `stream` (a cudaStream_t as an integer; 1/2 = legacy / per-thread default) wait until
   // the data is ready. Empty for host tensors.

@@ -64,32 +64,54 @@ void Buffer::trim_front(std::size_t n) {
   capacity_ -= n;
 }
 
+std::pair<std::byte*, std::size_t> AllocationCache::take(std::size_t size) {
+  std::lock_guard lock(mu_);
+  std::size_t best = free_.size();
+  for (std::size_t i = 0; i < free_.size(); ++i) {
+    const std::size_t cap = free_[i].second;
+    if (cap >= size && cap <= 2 * size + 4096 && (best == free_.size() || cap < free_[best].second))
+      best = i;
+  }
+  if (best == free_.size()) return {nullptr, 0};
+  auto found = free_[best];
+  cached_ -= found.second;
+  free_[best] = free_.back();
+  free_.pop_back();
+  return found;
+}
+
+bool AllocationCache::put(std::byte* p, std::size_t capacity) {
+  std::lock_guard lock(mu_);
+  if (cached_ + capacity > max_cached_) return false;
+  free_.emplace_back(p, capacity);
+  cached_ += capacity;
+  return true;
+}
+
+std::vector<std::pair<std::byte*, std::size_t>> AllocationCache::drain() {
+  std::lock_guard lock(mu_);
+  cached_ = 0;
+  return std::exchange(free_, {});
+}
+
+std::size_t AllocationCache::cached_bytes() const {
+  std::lock_guard lock(mu_);
+  return cached_;
+}
+
 BufferPool::~BufferPool() {
-  for (auto& [cap, p] : free_) std::free(p);
+  for (auto& [p, cap] : cache_.drain()) std::free(p);
 }
 
 Buffer BufferPool::acquire(std::size_t size) {
-  {
-    std::lock_guard lock(mu_);
-    // Best fit among cached buffers that are not more than 2x too large.
-    std::size_t best = free_.size();
-    for (std::size_t i = 0; i < free_.size(); ++i) {
-      const std::size_t cap = free_[i].first;
-      if (cap >= size && cap <= 2 * size + 4096 &&
-          (best == free_.size() || cap < free_[best].first))
-        best = i;
-    }
-    if (best != free_.size()) {
-      Buffer b;
-      b.alloc_ = b.data_ = free_[best].second;
-      b.capacity_ = free_[best].first;
-      b.size_ = size;
-      b.pool_ = this;
-      cached_bytes_ -= b.capacity_;
-      free_[best] = free_.back();
-      free_.pop_back();
-      return b;
-    }
+  auto [p, cap] = cache_.take(size);
+  if (p != nullptr) {
+    Buffer b;
+    b.alloc_ = b.data_ = p;
+    b.capacity_ = cap;
+    b.size_ = size;
+    b.pool_ = this;
+    return b;
   }
   Buffer b(size);
   b.pool_ = this;
@@ -97,20 +119,7 @@ Buffer BufferPool::acquire(std::size_t size) {
 }
 
 void BufferPool::release(std::byte* alloc, std::size_t capacity) {
-  {
-    std::lock_guard lock(mu_);
-    if (cached_bytes_ + capacity <= max_cached_bytes_) {
-      free_.emplace_back(capacity, alloc);
-      cached_bytes_ += capacity;
-      return;
-    }
-  }
-  std::free(alloc);
-}
-
-std::size_t BufferPool::cached_bytes() const {
-  std::lock_guard lock(mu_);
-  return cached_bytes_;
+  if (!cache_.put(alloc, capacity)) std::free(alloc);
 }
 
 }  // namespace zarrflow

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace zarrflow {
@@ -19,6 +20,27 @@ using ByteSpan = std::span<std::byte>;
 using ConstByteSpan = std::span<const std::byte>;
 
 class BufferPool;
+
+// Freed allocations kept for reuse, best fit among those at most 2x too large, within a byte
+// budget. The memory itself is the owner's business (host, pinned or device): the cache only
+// hands back pointers. Thread-safe.
+class AllocationCache {
+ public:
+  explicit AllocationCache(std::size_t max_cached_bytes) : max_cached_(max_cached_bytes) {}
+  // A cached allocation with capacity in [size, 2 * size + 4096], or {nullptr, 0}.
+  std::pair<std::byte*, std::size_t> take(std::size_t size);
+  // Keeps the allocation if the budget allows; false means the caller must free it.
+  bool put(std::byte* p, std::size_t capacity);
+  // Empties the cache, returning every allocation for the caller to free.
+  std::vector<std::pair<std::byte*, std::size_t>> drain();
+  [[nodiscard]] std::size_t cached_bytes() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::byte*, std::size_t>> free_;  // (allocation, capacity)
+  std::size_t cached_ = 0;
+  std::size_t max_cached_;
+};
 
 class Buffer {
  public:
@@ -66,7 +88,7 @@ class Buffer {
 class BufferPool {
  public:
   explicit BufferPool(std::size_t max_cached_bytes = std::size_t{1} << 30)
-      : max_cached_bytes_(max_cached_bytes) {}
+      : cache_(max_cached_bytes) {}
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
@@ -74,16 +96,13 @@ class BufferPool {
   // A buffer with size() == size and capacity() >= size; contents are uninitialised.
   Buffer acquire(std::size_t size);
 
-  [[nodiscard]] std::size_t cached_bytes() const;
+  [[nodiscard]] std::size_t cached_bytes() const { return cache_.cached_bytes(); }
 
  private:
   friend class Buffer;
   void release(std::byte* alloc, std::size_t capacity);
 
-  mutable std::mutex mu_;
-  std::vector<std::pair<std::size_t, std::byte*>> free_;  // (capacity, allocation)
-  std::size_t cached_bytes_ = 0;
-  std::size_t max_cached_bytes_;
+  AllocationCache cache_;
 };
 
 }  // namespace zarrflow

@@ -35,19 +35,11 @@ bool StridedView::is_c_contiguous(std::int64_t elem_size) const {
   return true;
 }
 
-namespace {
+namespace {}  // namespace
 
-// Dims after dropping size-1 axes and merging axes that are contiguous in both views.
-struct Simplified {
-  std::int64_t shape[32];
-  std::int64_t src[32];
-  std::int64_t dst[32];
-  int n = 0;
-};
-
-Simplified simplify(std::span<const std::int64_t> shape, std::span<const std::int64_t> ss,
-                    std::span<const std::int64_t> ds) {
-  Simplified r;
+MergedDims merge_dims(std::span<const std::int64_t> shape, std::span<const std::int64_t> ss,
+                      std::span<const std::int64_t> ds) {
+  MergedDims r;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 1) continue;
     if (r.n > 0 && r.src[r.n - 1] == ss[i] * shape[i] && r.dst[r.n - 1] == ds[i] * shape[i]) {
@@ -63,6 +55,8 @@ Simplified simplify(std::span<const std::int64_t> shape, std::span<const std::in
   }
   return r;
 }
+
+namespace {
 
 template <std::size_t U>
 inline void swap_scalar(std::byte* p) {
@@ -100,13 +94,13 @@ void swap_elem(std::byte* p, std::size_t elem_size, std::size_t unit) {
 }
 
 struct CopyArgs {
-  const Simplified* d;
+  const MergedDims* d;
   std::size_t elem;
   std::size_t unit;
 };
 
 void copy_rec(const CopyArgs& a, int dim, const std::byte* src, std::byte* dst) {
-  const Simplified& d = *a.d;
+  const MergedDims& d = *a.d;
   const std::int64_t n = d.shape[dim];
   if (dim == d.n - 1) {
     const std::int64_t ss = d.src[dim], ds = d.dst[dim];
@@ -133,7 +127,7 @@ void copy_strided(const std::byte* src, std::span<const std::int64_t> src_stride
   for (std::int64_t s : shape)
     if (s == 0) return;
   if (swap_unit >= elem_size && elem_size <= 1) swap_unit = 1;
-  const Simplified d = simplify(shape, src_strides, dst_strides);
+  const MergedDims d = merge_dims(shape, src_strides, dst_strides);
   if (d.n == 0) {  // a single element
     std::memcpy(dst, src, elem_size);
     if (swap_unit > 1) swap_elem(dst, elem_size, swap_unit);
@@ -150,7 +144,7 @@ void fill_strided(const StridedView& v, const std::byte* value, std::size_t elem
   // common case) becomes a memset of each contiguous run.
   bool zero = std::all_of(value, value + elem_size, [](std::byte b) { return b == std::byte{0}; });
   Shape zeros(v.shape.size(), 0);
-  const Simplified d = simplify(v.shape, zeros, v.strides);
+  const MergedDims d = merge_dims(v.shape, zeros, v.strides);
   if (d.n == 0) {
     std::memcpy(v.data, value, elem_size);
     return;

@@ -34,6 +34,21 @@ struct StridedView {
   [[nodiscard]] bool is_c_contiguous(std::int64_t elem_size) const;
 };
 
+constexpr int kMaxDims = 32;  // the most dimensions zarrflow reads (checked at metadata parsing)
+
+// A copy's dimensions after dropping size-1 axes and merging axes that are contiguous in both
+// views: a dense (2, 721, 1440) copy becomes one run. Used by copy_strided, fill_strided and the
+// GPU scatter kernel's job builder.
+struct MergedDims {
+  int n = 0;
+  std::int64_t shape[kMaxDims];
+  std::int64_t src[kMaxDims];
+  std::int64_t dst[kMaxDims];
+};
+MergedDims merge_dims(std::span<const std::int64_t> shape,
+                      std::span<const std::int64_t> src_strides,
+                      std::span<const std::int64_t> dst_strides);
+
 // Copies a `shape` box of elements from src to dst. `swap_unit` > 1 reverses the bytes of each
 // swap_unit-sized scalar inside every element (big-endian data; complex types have two scalars).
 void copy_strided(const std::byte* src, std::span<const std::int64_t> src_strides, std::byte* dst,

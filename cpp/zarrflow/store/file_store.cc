@@ -189,7 +189,7 @@ Result<bool> FileStore::read_exact(std::string_view key, ByteSpan dst) const {
 }
 
 Result<bool> FileStore::read_range_into(std::string_view key, std::uint64_t offset,
-                                       ByteSpan dst) const {
+                                        ByteSpan dst) const {
   ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
   if (raw_fd < 0) return false;
   FdGuard fd(raw_fd);
@@ -202,7 +202,7 @@ Result<bool> FileStore::read_range_into(std::string_view key, std::uint64_t offs
 }
 
 Result<bool> FileStore::read_direct(std::string_view key, std::uint64_t offset,
-                                   std::uint64_t length, ByteSpan slot, bool* direct) const {
+                                    std::uint64_t length, ByteSpan slot, bool* direct) const {
   constexpr std::uint64_t kBlock = 4096;
   const std::uint64_t lead = offset % kBlock;
   *direct = false;
@@ -212,8 +212,8 @@ Result<bool> FileStore::read_direct(std::string_view key, std::uint64_t offset,
   FdGuard fd(raw_fd);
   const std::uint64_t aligned_off = offset - lead;
   const std::uint64_t aligned_len = (lead + length + kBlock - 1) / kBlock * kBlock;
-  const bool slot_ok = reinterpret_cast<std::uintptr_t>(slot.data()) % kBlock == 0 &&
-                       slot.size() >= aligned_len;
+  const bool slot_ok =
+      reinterpret_cast<std::uintptr_t>(slot.data()) % kBlock == 0 && slot.size() >= aligned_len;
   if (slot_ok) {
     char link[64];
     std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd.get());
@@ -243,8 +243,8 @@ Result<bool> FileStore::read_direct(std::string_view key, std::uint64_t offset,
       }
     }
   }
-  ZF_ASSIGN_OR_RETURN(std::size_t n, pread_full(fd.get(), slot.data(), length, offset,
-                                                describe_key(key)));
+  ZF_ASSIGN_OR_RETURN(std::size_t n,
+                      pread_full(fd.get(), slot.data(), length, offset, describe_key(key)));
   if (n != length)
     return corrupt_data(describe_key(key) + ": short read of " +
                         ByteRange::of(offset, length).to_string());

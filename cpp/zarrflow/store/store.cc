@@ -19,7 +19,8 @@ Result<bool> Store::read_exact(std::string_view key, ByteSpan dst) const {
   return true;
 }
 
-Result<bool> Store::read_range_into(std::string_view key, std::uint64_t offset, ByteSpan dst) const {
+Result<bool> Store::read_range_into(std::string_view key, std::uint64_t offset,
+                                    ByteSpan dst) const {
   const ByteRange r = ByteRange::of(offset, dst.size());
   ZF_ASSIGN_OR_RETURN(auto parts, get_ranges(key, {&r, 1}));
   if (!parts) return false;

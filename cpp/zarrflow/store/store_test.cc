@@ -118,7 +118,8 @@ TEST_F(FileStoreTest, ReadDirectFromUnalignedOffsets) {
   ASSERT_EQ(posix_memalign(&mem, 4096, 3 * 4096), 0);
   std::unique_ptr<void, decltype(&std::free)> guard(mem, &std::free);
   ByteSpan slot(static_cast<std::byte*>(mem), 3 * 4096);
-  for (auto [off, len] : {std::pair<std::uint64_t, std::uint64_t>{0, 10000}, {4100, 5000}, {9999, 1}}) {
+  for (auto [off, len] :
+       {std::pair<std::uint64_t, std::uint64_t>{0, 10000}, {4100, 5000}, {9999, 1}}) {
     bool direct = false;
     auto r = store_->read_direct("big", off, len, slot, &direct);
     ASSERT_TRUE(r.ok()) << r.status().to_string();

@@ -66,15 +66,17 @@ class DeviceReadTest : public ::testing::Test {
     const std::string meta = R"({"zarr_format": 3, "node_type": "array", "shape": [5, 9, 7],
       "data_type": "float32", "chunk_grid": {"name": "regular",
       "configuration": {"chunk_shape": [2, 4, 3]}}, "chunk_key_encoding": {"name": "default",
-      "configuration": {"separator": ")" + key_sep + R"("}}, "fill_value": "NaN", "codecs": )" +
-                             codecs_json + "}";
+      "configuration": {"separator": ")" +
+                             key_sep + R"("}}, "fill_value": "NaN", "codecs": )" + codecs_json +
+                             "}";
     EXPECT_TRUE(store->set(path + "/zarr.json", meta).ok());
     for (int a = 0; a < 3; ++a)
       for (int b = 0; b < 3; ++b)
         for (int c = 0; c < 3; ++c) {
           if (a == 1 && b == 1 && c == 1) continue;
           std::vector<float> chunk(24);
-          for (int i = 0; i < 24; ++i) chunk[i] = float(a * 100 + b * 10 + c) + 0.25f * float(i % 5);
+          for (int i = 0; i < 24; ++i)
+            chunk[i] = float(a * 100 + b * 10 + c) + 0.25f * float(i % 5);
           Bytes raw(96);
           std::memcpy(raw.data(), chunk.data(), 96);
           const std::string key = path + "/c" + key_sep + std::to_string(a) + key_sep +
@@ -89,8 +91,8 @@ Bytes identity(const Bytes& b) { return b; }
 
 Bytes blosc(const Bytes& b, const char* cname, int shuffle) {
   Bytes out(b.size() + BLOSC_MAX_OVERHEAD);
-  const int n = blosc_compress_ctx(5, shuffle, 4, b.size(), b.data(), out.data(), out.size(), cname,
-                                   16, 1);
+  const int n =
+      blosc_compress_ctx(5, shuffle, 4, b.size(), b.data(), out.data(), out.size(), cname, 16, 1);
   out.resize(std::size_t(n));
   return out;
 }
@@ -120,7 +122,8 @@ TEST_F(DeviceReadTest, BigEndianTransposed) {
                         for (int j = 0; j < 4; ++j)
                           for (int k = 0; k < 3; ++k)
                             for (int x = 0; x < 4; ++x)
-                              out[((k * 2 + i) * 4 + j) * 4 + x] = b[((i * 4 + j) * 3 + k) * 4 + 3 - x];
+                              out[((k * 2 + i) * 4 + j) * 4 + x] =
+                                  b[((i * 4 + j) * 3 + k) * 4 + 3 - x];
                       return out;
                     });
   expect_same(store, "be", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
@@ -130,9 +133,11 @@ TEST_F(DeviceReadTest, BigEndianTransposed) {
 TEST_F(DeviceReadTest, BloscLz4AndBlosclzOnOwnKernels) {
   for (const char* cname : {"lz4", "blosclz", "lz4hc"})
     for (int shuffle : {0, 1, 2}) {
-      const std::string codecs = R"([{"name": "bytes", "configuration": {"endian": "little"}},
-        {"name": "blosc", "configuration": {"cname": ")" + std::string(cname == std::string("lz4hc") ? "lz4hc" : cname) +
-                                 R"(", "clevel": 5, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}])";
+      const std::string codecs =
+          R"([{"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "blosc", "configuration": {"cname": ")" +
+          std::string(cname == std::string("lz4hc") ? "lz4hc" : cname) +
+          R"(", "clevel": 5, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}])";
       auto store = make("b", codecs, [&](const Bytes& b) { return blosc(b, cname, shuffle); });
       expect_same(store, "b", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
     }
@@ -143,21 +148,24 @@ TEST_F(DeviceReadTest, ZstdThroughNvcomp) {
                              {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
                     zstd);
   const bool have_nvcomp = Nvcomp::get().ok();
-  expect_same(store, "z", Selection::full({5, 9, 7}), have_nvcomp ? GpuDecode::kOn : GpuDecode::kAuto,
-              have_nvcomp ? 0 : 26);
+  expect_same(store, "z", Selection::full({5, 9, 7}),
+              have_nvcomp ? GpuDecode::kOn : GpuDecode::kAuto, have_nvcomp ? 0 : 26);
 }
 
 TEST_F(DeviceReadTest, NumcodecsLz4V2) {
   auto store = std::make_shared<MemoryStore>();
-  ASSERT_TRUE(store->set("v2/.zarray", std::string_view(R"({"zarr_format": 2, "shape": [10, 6],
+  ASSERT_TRUE(store
+                  ->set("v2/.zarray", std::string_view(R"({"zarr_format": 2, "shape": [10, 6],
     "chunks": [4, 6], "dtype": "<i4", "compressor": {"id": "lz4", "acceleration": 1},
-    "filters": null, "fill_value": 7, "order": "C"})")).ok());
+    "filters": null, "fill_value": 7, "order": "C"})"))
+                  .ok());
   for (int c = 0; c < 2; ++c) {  // chunk 2 missing
     std::vector<std::int32_t> v(24);
     std::iota(v.begin(), v.end(), c * 1000);
     Bytes out(4 + LZ4_compressBound(96));
-    const int n = LZ4_compress_default(reinterpret_cast<const char*>(v.data()),
-                                       reinterpret_cast<char*>(out.data()) + 4, 96, int(out.size()) - 4);
+    const int n =
+        LZ4_compress_default(reinterpret_cast<const char*>(v.data()),
+                             reinterpret_cast<char*>(out.data()) + 4, 96, int(out.size()) - 4);
     const std::uint32_t size = 96;
     std::memcpy(out.data(), &size, 4);
     out.resize(4 + std::size_t(n));

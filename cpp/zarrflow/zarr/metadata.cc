@@ -9,8 +9,6 @@
 namespace zarrflow {
 namespace {
 
-constexpr std::size_t kMaxDims = 32;  // copy_strided's limit; far beyond any real datacube
-
 Result<Shape> parse_dims(const nlohmann::json& doc, const char* field, bool chunks) {
   auto it = doc.find(field);
   if (it == doc.end())
@@ -21,7 +19,7 @@ Result<Shape> parse_dims(const nlohmann::json& doc, const char* field, bool chun
                             (chunks ? "positive" : "non-negative") + " integers, got " + a.dump());
   };
   if (!a.is_array()) return wrong();
-  if (a.size() > kMaxDims)
+  if (a.size() > static_cast<std::size_t>(kMaxDims))
     return unimplemented(std::string("field '") + field + "' has " + std::to_string(a.size()) +
                          " dimensions; zarrflow reads at most " + std::to_string(kMaxDims));
   Shape s;

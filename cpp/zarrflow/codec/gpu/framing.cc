@@ -24,8 +24,7 @@ Payload cpu(std::string reason) {
 
 Result<Payload> zstd_payload(ConstByteSpan in, std::uint64_t decoded_size) {
   const std::size_t frame = ZSTD_findFrameCompressedSize(in.data(), in.size());
-  if (ZSTD_isError(frame))
-    return corrupt_data(std::string("zstd: ") + ZSTD_getErrorName(frame));
+  if (ZSTD_isError(frame)) return corrupt_data(std::string("zstd: ") + ZSTD_getErrorName(frame));
   if (frame != in.size()) return cpu("several zstd frames in one chunk");
   ZSTD_frameHeader h;
   const std::size_t r = ZSTD_getFrameHeader(&h, in.data(), in.size());
@@ -86,11 +85,16 @@ Result<Payload> lz4_payload(ConstByteSpan in, std::uint64_t decoded_size) {
 
 const char* gpu_codec_name(GpuCodec c) {
   switch (c) {
-    case GpuCodec::kNone: return "raw";
-    case GpuCodec::kZstd: return "zstd";
-    case GpuCodec::kDeflate: return "deflate";
-    case GpuCodec::kLz4: return "lz4";
-    case GpuCodec::kBlosc: return "blosc";
+    case GpuCodec::kNone:
+      return "raw";
+    case GpuCodec::kZstd:
+      return "zstd";
+    case GpuCodec::kDeflate:
+      return "deflate";
+    case GpuCodec::kLz4:
+      return "lz4";
+    case GpuCodec::kBlosc:
+      return "blosc";
   }
   return "?";
 }
@@ -155,11 +159,14 @@ Result<Payload> locate_payload(const ChainProgram& program, ConstByteSpan stored
         return corrupt_data("bytes: chunk has " + std::to_string(in.size()) + " bytes, expected " +
                             std::to_string(decoded_size));
       return Payload{0, in.size()};
-    case GpuCodec::kZstd: return zstd_payload(in, decoded_size);
+    case GpuCodec::kZstd:
+      return zstd_payload(in, decoded_size);
     case GpuCodec::kDeflate:
       return program.gzip ? gzip_payload(in, decoded_size) : zlib_payload(in);
-    case GpuCodec::kLz4: return lz4_payload(in, decoded_size);
-    case GpuCodec::kBlosc: return Payload{0, in.size()};  // planned by blosc_plan
+    case GpuCodec::kLz4:
+      return lz4_payload(in, decoded_size);
+    case GpuCodec::kBlosc:
+      return Payload{0, in.size()};  // planned by blosc_plan
   }
   return internal_error("unknown GPU codec");
 }

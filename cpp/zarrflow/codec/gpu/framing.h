@@ -21,11 +21,11 @@ const char* gpu_codec_name(GpuCodec c);
 
 // What the GPU path does with the chunks of one codec chain.
 struct ChainProgram {
-  bool gpu = false;          // false: decode on the CPU, then copy
-  std::string reason;        // why not, when gpu == false
+  bool gpu = false;    // false: decode on the CPU, then copy
+  std::string reason;  // why not, when gpu == false
   GpuCodec codec = GpuCodec::kNone;
-  bool gzip = false;         // kDeflate: gzip framing (else zlib)
-  bool crc32c = false;       // a crc32c trailer to verify and strip on the host first
+  bool gzip = false;            // kDeflate: gzip framing (else zlib)
+  bool crc32c = false;          // a crc32c trailer to verify and strip on the host first
   std::uint32_t swap_unit = 1;  // bytes codec: > 1 for big-endian data
 };
 
@@ -37,7 +37,7 @@ ChainProgram analyze_chain(const CodecChain& chain);
 struct Payload {
   std::uint64_t offset = 0;  // within the stored chunk
   std::uint64_t size = 0;
-  bool cpu = false;          // the GPU cannot decode this chunk (reason says why)
+  bool cpu = false;  // the GPU cannot decode this chunk (reason says why)
   std::string reason;
 };
 

@@ -72,7 +72,10 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
     std::uint32_t lo = 0, hi = n;
     while (hi - lo > 1) {
       const std::uint32_t mid = (lo + hi) / 2;
-      if (tile_starts[mid] <= tile) lo = mid; else hi = mid;
+      if (tile_starts[mid] <= tile)
+        lo = mid;
+      else
+        hi = mid;
     }
     const ScatterJob& job = jobs[lo];
     const std::int64_t first = (tile - tile_starts[lo]) * kScatterTile;
@@ -92,7 +95,9 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
         for (std::uint32_t b = 0; b < elem; ++b) v[b] = job.fill[b];
       } else {
         const std::uint8_t* src = job.src + so;
-        if (elem == 4 && ((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) & 3) == 0 &&
+        if (elem == 4 &&
+            ((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) & 3) ==
+                0 &&
             job.swap_unit <= 1) {
           *reinterpret_cast<std::uint32_t*>(dst) = *reinterpret_cast<const std::uint32_t*>(src);
           continue;
@@ -122,7 +127,8 @@ cudaError_t launch_decode_streams(const StreamJob* d_jobs, std::uint32_t n, int*
                                   cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   constexpr unsigned kThreads = 128;  // 4 warps
-  decode_streams_kernel<<<grid_for(n, kThreads / kWarp), kThreads, 0, stream>>>(d_jobs, n, d_status);
+  decode_streams_kernel<<<grid_for(n, kThreads / kWarp), kThreads, 0, stream>>>(d_jobs, n,
+                                                                                d_status);
   return cudaGetLastError();
 }
 
@@ -136,9 +142,8 @@ cudaError_t launch_scatter(const ScatterJob* d_jobs, std::uint32_t n,
                            const std::int64_t* d_tile_starts, std::int64_t total_tiles,
                            cudaStream_t stream) {
   if (n == 0 || total_tiles == 0) return cudaSuccess;
-  scatter_kernel<<<grid_for(std::uint64_t(total_tiles), 1), 256, 0, stream>>>(d_jobs, n,
-                                                                              d_tile_starts,
-                                                                              total_tiles);
+  scatter_kernel<<<grid_for(std::uint64_t(total_tiles), 1), 256, 0, stream>>>(
+      d_jobs, n, d_tile_starts, total_tiles);
   return cudaGetLastError();
 }
 

@@ -40,7 +40,7 @@ constexpr int kMaxScatterDims = 8;  // after merging contiguous dimensions (more
 struct ScatterJob {
   const std::uint8_t* src;  // null: fill with `fill`
   std::uint8_t* dst;
-  std::int64_t count;       // elements
+  std::int64_t count;  // elements
   std::int32_t ndim;
   std::uint32_t elem;       // bytes per element (<= 32)
   std::uint32_t swap_unit;  // > 1: reverse the bytes of each swap_unit-sized scalar
@@ -53,10 +53,10 @@ struct ScatterJob {
 // Error codes written to status slots by zarrflow's kernels (nvCOMP writes its own, positive).
 enum KernelError : int {
   kKernelOk = 0,
-  kErrTruncated = -1,      // input ended inside a token
-  kErrOverflow = -2,       // output would exceed the expected size
-  kErrBadOffset = -3,      // match offset points before the output start
-  kErrSizeMismatch = -4,   // decoded a different number of bytes than expected
+  kErrTruncated = -1,     // input ended inside a token
+  kErrOverflow = -2,      // output would exceed the expected size
+  kErrBadOffset = -3,     // match offset points before the output start
+  kErrSizeMismatch = -4,  // decoded a different number of bytes than expected
   kErrUnknownKind = -5,
 };
 

@@ -74,8 +74,8 @@ Result<const Nvcomp*> load_nvcomp() {
     dlclose(handle);
     return unimplemented(path + " does not look like nvCOMP (no nvcompGetProperties)");
   }
-  const std::uint32_t major = props.version / 1000000 ? props.version / 1000000
-                                                      : props.version / 1000;
+  const std::uint32_t major =
+      props.version / 1000000 ? props.version / 1000000 : props.version / 1000;
   (void)major;
   auto* n = new Nvcomp();  // lives for the process (the library stays loaded)
   n->handle_ = handle;
@@ -86,11 +86,13 @@ Result<const Nvcomp*> load_nvcomp() {
     n->algos_[a].temp_size = sym(base + "GetTempSize");
     n->algos_[a].decompress = sym(base + "Async");
     auto align = reinterpret_cast<AlignmentsFn>(sym(base + "GetRequiredAlignments"));
-    if (n->algos_[a].temp_size == nullptr || n->algos_[a].decompress == nullptr || align == nullptr) {
+    if (n->algos_[a].temp_size == nullptr || n->algos_[a].decompress == nullptr ||
+        align == nullptr) {
       delete n;
       dlclose(handle);
-      return unimplemented(path + " lacks " + base + "Async/GetTempSize/GetRequiredAlignments "
-                                  "(nvCOMP 5 or newer is needed)");
+      return unimplemented(path + " lacks " + base +
+                           "Async/GetTempSize/GetRequiredAlignments "
+                           "(nvCOMP 5 or newer is needed)");
     }
     if (align(DecompressOpts{}, &n->align_[a]) != 0) n->align_[a] = {8, 8, 8};
   }
@@ -112,11 +114,11 @@ Status Nvcomp::temp_size(NvcompAlgo a, std::size_t num_chunks, std::size_t max_u
                          std::size_t total_uncompressed, std::size_t* temp_bytes,
                          cudaStream_t stream) const {
   auto fn = reinterpret_cast<TempSizeFn>(algos_[int(a)].temp_size);
-  const int st = fn(num_chunks, max_uncompressed, DecompressOpts{}, temp_bytes, total_uncompressed,
-                    stream);
+  const int st =
+      fn(num_chunks, max_uncompressed, DecompressOpts{}, temp_bytes, total_uncompressed, stream);
   if (st != 0)
-    return io_error(std::string("nvCOMP ") + nvcomp_algo_name(a) + " temp size: " +
-                    status_string(st));
+    return io_error(std::string("nvCOMP ") + nvcomp_algo_name(a) +
+                    " temp size: " + status_string(st));
   return {};
 }
 
@@ -128,8 +130,8 @@ Status Nvcomp::decompress(NvcompAlgo a, const void* const* d_src, const std::siz
   const int st = fn(d_src, d_src_bytes, d_dst_capacity, d_actual_bytes, num_chunks, d_temp,
                     temp_bytes, d_dst, DecompressOpts{}, d_statuses, stream);
   if (st != 0)
-    return io_error(std::string("nvCOMP ") + nvcomp_algo_name(a) + " decompress: " +
-                    status_string(st));
+    return io_error(std::string("nvCOMP ") + nvcomp_algo_name(a) +
+                    " decompress: " + status_string(st));
   return {};
 }
 

@@ -11,10 +11,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "zarrflow/core/buffer.h"
 #include "zarrflow/core/status.h"
 
 namespace zarrflow::gpu {
@@ -22,9 +22,9 @@ namespace zarrflow::gpu {
 // kIoError wrapping a CUDA error, naming `what` ("cudaMemcpyAsync of 2 GB").
 Status cuda_status(cudaError_t err, std::string_view what);
 
-#define ZF_CUDA_RETURN_IF_ERROR(call)                                  \
-  do {                                                                 \
-    cudaError_t zf_err_ = (call);                                      \
+#define ZF_CUDA_RETURN_IF_ERROR(call)                                                \
+  do {                                                                               \
+    cudaError_t zf_err_ = (call);                                                    \
     if (zf_err_ != cudaSuccess) return ::zarrflow::gpu::cuda_status(zf_err_, #call); \
   } while (0)
 
@@ -65,14 +65,14 @@ class GpuBuffer {
 class GpuMemoryPool {
  public:
   GpuMemoryPool(MemoryKind kind, std::size_t max_cached_bytes)
-      : kind_(kind), max_cached_(max_cached_bytes) {}
+      : kind_(kind), cache_(max_cached_bytes) {}
   ~GpuMemoryPool();
   GpuMemoryPool(const GpuMemoryPool&) = delete;
   GpuMemoryPool& operator=(const GpuMemoryPool&) = delete;
 
   // At least `size` bytes (rounded up to 2 MiB granules above 2 MiB), 256-byte aligned.
   Result<GpuBuffer> acquire(std::size_t size);
-  [[nodiscard]] std::size_t cached_bytes() const;
+  [[nodiscard]] std::size_t cached_bytes() const { return cache_.cached_bytes(); }
 
  private:
   friend class GpuBuffer;
@@ -80,10 +80,7 @@ class GpuMemoryPool {
   static void free_raw(MemoryKind kind, std::byte* p);
 
   MemoryKind kind_;
-  std::size_t max_cached_;
-  mutable std::mutex mu_;
-  std::vector<std::pair<std::size_t, std::byte*>> free_;
-  std::size_t cached_ = 0;
+  AllocationCache cache_;
 };
 
 class Stream {

@@ -16,7 +16,8 @@ Status device_available() {
     return unimplemented("no CUDA GPU is visible");
   if (err == cudaErrorInsufficientDriver)
     return unimplemented("no CUDA driver (or one older than the CUDA " +
-                         std::to_string(CUDART_VERSION / 1000) + " runtime zarrflow was built with)");
+                         std::to_string(CUDART_VERSION / 1000) +
+                         " runtime zarrflow was built with)");
   if (err != cudaSuccess) return cuda_status(err, "cudaGetDeviceCount");
   return {};
 }
@@ -39,7 +40,7 @@ void GpuBuffer::swap(GpuBuffer& o) noexcept {
 }
 
 GpuMemoryPool::~GpuMemoryPool() {
-  for (auto& [cap, p] : free_) free_raw(kind_, p);
+  for (auto& [p, cap] : cache_.drain()) free_raw(kind_, p);
 }
 
 void GpuMemoryPool::free_raw(MemoryKind kind, std::byte* p) {
@@ -58,41 +59,24 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
   b.kind_ = kind_;
   b.pool_ = this;
   b.size_ = size;
-  {
-    std::lock_guard lock(mu_);
-    std::size_t best = free_.size();
-    for (std::size_t i = 0; i < free_.size(); ++i) {
-      if (free_[i].first >= cap && free_[i].first <= 2 * cap &&
-          (best == free_.size() || free_[i].first < free_[best].first))
-        best = i;
-    }
-    if (best != free_.size()) {
-      b.capacity_ = free_[best].first;
-      b.data_ = free_[best].second;
-      cached_ -= b.capacity_;
-      free_[best] = free_.back();
-      free_.pop_back();
-      return std::move(b);
-    }
+  if (auto [cached, capacity] = cache_.take(cap); cached != nullptr) {
+    b.data_ = cached;
+    b.capacity_ = capacity;
+    return std::move(b);
   }
   void* p = nullptr;
   cudaError_t err = kind_ == MemoryKind::kDevice ? cudaMalloc(&p, cap)
                                                  : cudaHostAlloc(&p, cap, cudaHostAllocDefault);
   if (err != cudaSuccess) {
     // Give cached memory back and retry once before reporting.
-    {
-      std::lock_guard lock(mu_);
-      for (auto& [c, q] : free_) free_raw(kind_, q);
-      free_.clear();
-      cached_ = 0;
-    }
+    for (auto& [q, c] : cache_.drain()) free_raw(kind_, q);
     cudaGetLastError();
     err = kind_ == MemoryKind::kDevice ? cudaMalloc(&p, cap)
                                        : cudaHostAlloc(&p, cap, cudaHostAllocDefault);
     if (err != cudaSuccess)
-      return cuda_status(err, std::string(kind_ == MemoryKind::kDevice ? "cudaMalloc"
-                                                                      : "cudaHostAlloc") +
-                                  " of " + std::to_string(cap) + " bytes");
+      return cuda_status(
+          err, std::string(kind_ == MemoryKind::kDevice ? "cudaMalloc" : "cudaHostAlloc") + " of " +
+                   std::to_string(cap) + " bytes");
   }
   b.data_ = static_cast<std::byte*>(p);
   b.capacity_ = cap;
@@ -100,20 +84,7 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
 }
 
 void GpuMemoryPool::release(std::byte* p, std::size_t capacity) {
-  {
-    std::lock_guard lock(mu_);
-    if (cached_ + capacity <= max_cached_) {
-      free_.emplace_back(capacity, p);
-      cached_ += capacity;
-      return;
-    }
-  }
-  free_raw(kind_, p);
-}
-
-std::size_t GpuMemoryPool::cached_bytes() const {
-  std::lock_guard lock(mu_);
-  return cached_;
+  if (!cache_.put(p, capacity)) free_raw(kind_, p);
 }
 
 Result<Stream> Stream::create() {

@@ -84,8 +84,8 @@ Status CuFile::read(const std::string& path, void* dst, std::size_t size, off_t 
   std::size_t done = 0;
   Status s;
   while (done < size) {
-    const ssize_t n = reinterpret_cast<ReadFn>(read_)(fh, dst, size - done, offset + off_t(done),
-                                                      off_t(done));
+    const ssize_t n =
+        reinterpret_cast<ReadFn>(read_)(fh, dst, size - done, offset + off_t(done), off_t(done));
     if (n <= 0) {
       s = io_error(path + ": cuFileRead returned " + std::to_string(n));
       break;

@@ -38,11 +38,11 @@ enum class GpuDecode : std::uint8_t { kAuto, kOn, kOff };
 enum class IoPath : std::uint8_t { kAuto, kPinned, kDirect, kCuFile };
 
 struct DeviceReadOptions {
-  ThreadPool* pool = nullptr;      // file reads and host-side checks; null = calling thread
-  BufferPool* buffers = nullptr;   // host scratch of CPU-fallback decodes
+  ThreadPool* pool = nullptr;           // file reads and host-side checks; null = calling thread
+  BufferPool* buffers = nullptr;        // host scratch of CPU-fallback decodes
   GpuDecode decode = GpuDecode::kAuto;  // on: fail instead of falling back to the CPU
   IoPath io = IoPath::kAuto;
-  cudaStream_t stream = nullptr;   // the caller's stream (null = the legacy default stream)
+  cudaStream_t stream = nullptr;  // the caller's stream (null = the legacy default stream)
   CoalesceOptions coalesce;
   // Compressed bytes staged per batch; 0 = chosen per codec (256 MB, or 2 GB for chains decoded
   // by nvCOMP's zstd/deflate, which need hundreds of chunks per call to fill the GPU).
@@ -50,18 +50,18 @@ struct DeviceReadOptions {
 };
 
 struct DeviceReadReport {
-  std::int64_t chunks = 0;          // leaf chunks (inner chunks of shards count one each)
-  std::int64_t missing = 0;         // filled with the fill value
+  std::int64_t chunks = 0;   // leaf chunks (inner chunks of shards count one each)
+  std::int64_t missing = 0;  // filled with the fill value
   std::int64_t gpu_decoded = 0;
-  std::int64_t cpu_decoded = 0;     // decoded on the CPU, then copied up
-  std::uint64_t stored_bytes = 0;   // compressed bytes read
-  std::uint64_t h2d_bytes = 0;      // bytes copied host → device
-  std::int64_t direct_reads = 0;    // chunks read with O_DIRECT (they were not in the page cache)
-  std::string io;                   // "pread → pinned → H2D" or "cuFile (...)"
+  std::int64_t cpu_decoded = 0;    // decoded on the CPU, then copied up
+  std::uint64_t stored_bytes = 0;  // compressed bytes read
+  std::uint64_t h2d_bytes = 0;     // bytes copied host → device
+  std::int64_t direct_reads = 0;   // chunks read with O_DIRECT (they were not in the page cache)
+  std::string io;                  // "pread → pinned → H2D" or "cuFile (...)"
   // GPU time by stage, summed over batches (CUDA events on the stream): copies up, decoding
   // (nvCOMP and zarrflow's kernels), scatter/fill into the destination.
   double h2d_ms = 0, decode_ms = 0, scatter_ms = 0;
-  std::vector<std::string> notes;   // why chunks fell back to the CPU (each reason once)
+  std::vector<std::string> notes;  // why chunks fell back to the CPU (each reason once)
 };
 
 class DeviceReader {

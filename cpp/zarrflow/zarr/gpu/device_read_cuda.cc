@@ -29,9 +29,9 @@ struct Item {
   std::optional<ByteRange> range;  // its bytes within the value (inner chunks of shards)
   const CodecChain* chain = nullptr;
   const ChainProgram* program = nullptr;
-  Selection sel;                   // decoded coordinates
-  StridedView dest;                // device memory, decoded coordinates
-  std::string where;               // "chunk 'c/0/1'" or "chunk 'c/0': inner chunk [0,3]"
+  Selection sel;      // decoded coordinates
+  StridedView dest;   // device memory, decoded coordinates
+  std::string where;  // "chunk 'c/0/1'" or "chunk 'c/0': inner chunk [0,3]"
   const std::vector<std::byte>* fill = nullptr;
 
   Mode mode = Mode::kGpu;
@@ -40,36 +40,13 @@ struct Item {
   std::uint64_t staging_offset = 0;
   Payload payload;
   std::optional<BloscPlan> blosc;
-  std::uint64_t cpu_offset = 0;    // CPU-decoded block in the batch's pinned/device cpu area
-  bool direct = false;             // read by cuFile straight into device memory (uncompressed)
+  std::uint64_t cpu_offset = 0;  // CPU-decoded block in the batch's pinned/device cpu area
+  bool direct = false;           // read by cuFile straight into device memory (uncompressed)
   std::uint64_t direct_offset = 0;
 };
 
 std::uint64_t decoded_size(const Item& it) {
   return static_cast<std::uint64_t>(it.chain->array_to_bytes_spec().nbytes());
-}
-
-// Drops size-1 dimensions and merges dimensions contiguous in both views (as copy_strided does).
-struct Dims {
-  int n = 0;
-  std::int64_t shape[32], src[32], dst[32];
-};
-Dims merge_dims(const Shape& shape, const Shape& src, const Shape& dst) {
-  Dims d;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1) continue;
-    if (d.n > 0 && d.src[d.n - 1] == src[i] * shape[i] && d.dst[d.n - 1] == dst[i] * shape[i]) {
-      d.shape[d.n - 1] *= shape[i];
-      d.src[d.n - 1] = src[i];
-      d.dst[d.n - 1] = dst[i];
-      continue;
-    }
-    d.shape[d.n] = shape[i];
-    d.src[d.n] = src[i];
-    d.dst[d.n] = dst[i];
-    ++d.n;
-  }
-  return d;
 }
 
 // A scatter job copying `sel` of a C-order chunk of `chunk_shape` at `src` (device) into `dest`;
@@ -88,7 +65,7 @@ std::optional<ScatterJob> make_scatter(const std::byte* src, const Shape& chunk_
       src_strides[i] = cs[i] * sel.step[i];
     }
   }
-  const Dims d = merge_dims(sel.count, src_strides, dest.strides);
+  const MergedDims d = merge_dims(sel.count, src_strides, dest.strides);
   if (d.n > kMaxScatterDims) return std::nullopt;
   j.src = reinterpret_cast<const std::uint8_t*>(base);
   j.dst = reinterpret_cast<std::uint8_t*>(dest.data);
@@ -156,7 +133,7 @@ struct Batch {
   GpuBuffer cpu_host;              // pinned CPU-decoded blocks
   GpuBuffer d_staging, d_direct, d_cpu, d_out, d_shuffled, d_tables, d_temp_zstd, d_temp_deflate,
       d_temp_lz4;
-  GpuBuffer h_tables, h_status;    // pinned
+  GpuBuffer h_tables, h_status;          // pinned
   std::vector<std::uint32_t> slot_item;  // status slot → item index
   Event done;
   Event t0, t1, t2;  // timing: before the copies up, after them, after decoding
@@ -327,7 +304,8 @@ Status ReadOp::run(const Selection& region, const StridedView& dest) {
   while (i < items_.size()) {
     Batch b;
     std::uint64_t staged = 0;
-    while (i < items_.size() && (b.items.empty() || staged + items_[i].stored_size <= batch_bytes)) {
+    while (i < items_.size() &&
+           (b.items.empty() || staged + items_[i].stored_size <= batch_bytes)) {
       staged += items_[i].stored_size;
       b.items.push_back(i++);
     }
@@ -374,7 +352,8 @@ Status ReadOp::fetch(Batch& b) {
   ZF_ASSIGN_OR_RETURN(b.staging, pinned_.acquire(std::max<std::uint64_t>(total, 1)));
   if (direct_total) {
     ZF_ASSIGN_OR_RETURN(b.d_direct, device_.acquire(direct_total));
-    report_.io = "cuFile " + cufile->mode() + " for uncompressed chunks; pread → pinned → H2D "
+    report_.io = "cuFile " + cufile->mode() +
+                 " for uncompressed chunks; pread → pinned → H2D "
                  "for the rest";
   }
   std::byte* base = b.staging.data();
@@ -472,7 +451,8 @@ Status ReadOp::prepare(Batch& b) {
     for (std::size_t idx : b.items)
       if (items_[idx].mode == Mode::kCpu)
         return annotate(items_[idx], unimplemented("gpu_decode=on but this chunk cannot decode on "
-                                                   "the GPU: " + items_[idx].cpu_reason));
+                                                   "the GPU: " +
+                                                   items_[idx].cpu_reason));
   }
   // CPU fallbacks: decode into pinned memory shaped like their destination block.
   std::uint64_t cpu_total = 0;
@@ -493,8 +473,9 @@ Status ReadOp::prepare(Batch& b) {
       if (it.mode != Mode::kCpu) return {};
       std::int64_t elems = 1;
       for (auto c : it.sel.count) elems *= c;
-      return cpu_decode(it, staged, ByteSpan(cpu + it.cpu_offset,
-                                             std::uint64_t(elems) * it.chain->spec().dtype.size));
+      return cpu_decode(
+          it, staged,
+          ByteSpan(cpu + it.cpu_offset, std::uint64_t(elems) * it.chain->spec().dtype.size));
     }));
   }
   return {};
@@ -584,7 +565,8 @@ Status ReadOp::enqueue(Batch& b) {
     Item& it = items_[idx];
     const std::uint32_t elem = it.chain->spec().dtype.size;
     if (it.mode == Mode::kFill) {
-      auto j = make_scatter(nullptr, it.sel.count, Selection::full(it.sel.count), it.dest, elem, 1, it.fill);
+      auto j = make_scatter(nullptr, it.sel.count, Selection::full(it.sel.count), it.dest, elem, 1,
+                            it.fill);
       if (!j) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
       if (j->count) scatters.push_back(*j);
       continue;
@@ -609,24 +591,31 @@ Status ReadOp::enqueue(Batch& b) {
       case GpuCodec::kNone:
         out = const_cast<std::byte*>(src);  // the stored bytes are the elements
         break;
-      case GpuCodec::kZstd: add_nvcomp(zstd, src, it.payload.size, out, n, item); break;
-      case GpuCodec::kDeflate: add_nvcomp(deflate, src, it.payload.size, out, n, item); break;
+      case GpuCodec::kZstd:
+        add_nvcomp(zstd, src, it.payload.size, out, n, item);
+        break;
+      case GpuCodec::kDeflate:
+        add_nvcomp(deflate, src, it.payload.size, out, n, item);
+        break;
       case GpuCodec::kLz4:
         // zarrflow's own decoder, not nvCOMP's: measured on an H200, nvCOMP's LZ4 decoded
         // corrupted blocks without reporting an error (25 of 25 fuzzed chunks that liblz4
         // rejects) and was slower on 4 MB single-block chunks (5 vs 12 GB/s).
-        streams.push_back({u8(src), w8(out), std::uint32_t(it.payload.size), std::uint32_t(n),
-                           kStreamLz4, 0});
+        streams.push_back(
+            {u8(src), w8(out), std::uint32_t(it.payload.size), std::uint32_t(n), kStreamLz4, 0});
         stream_item.push_back(item);
         break;
       case GpuCodec::kBlosc: {
         const BloscPlan& plan = *it.blosc;
-        std::byte* shuffled = plan.needs_scratch() ? b.d_shuffled.data() + t.shuffled_offset : nullptr;
+        std::byte* shuffled =
+            plan.needs_scratch() ? b.d_shuffled.data() + t.shuffled_offset : nullptr;
         for (const auto& s : plan.streams) {
           const std::byte* ssrc = src + s.src_offset;
           std::byte* sdst = (s.to_scratch ? shuffled : out) + s.dst_offset;
           switch (s.kind) {
-            case BloscStreamKind::kZstd: add_nvcomp(zstd, ssrc, s.src_size, sdst, s.dst_size, item); break;
+            case BloscStreamKind::kZstd:
+              add_nvcomp(zstd, ssrc, s.src_size, sdst, s.dst_size, item);
+              break;
             case BloscStreamKind::kZlib:  // strip the zlib wrapper: raw deflate inside
               add_nvcomp(deflate, ssrc + 2, s.src_size - 6, sdst, s.dst_size, item);
               break;
@@ -648,7 +637,8 @@ Status ReadOp::enqueue(Batch& b) {
       }
     }
     if (!t.in_place) {
-      auto j = make_scatter(out, spec.shape, t.enc_sel, t.enc_dest, elem, it.program->swap_unit, nullptr);
+      auto j = make_scatter(out, spec.shape, t.enc_sel, t.enc_dest, elem, it.program->swap_unit,
+                            nullptr);
       if (!j) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
       if (j->count) scatters.push_back(*j);
     }
@@ -691,8 +681,8 @@ Status ReadOp::enqueue(Batch& b) {
   ZF_ASSIGN_OR_RETURN(b.t2, Event::create(true));
   ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.t0.get(), stream));
   if (any_gpu) {  // only the GPU-decoded chunks' compressed bytes travel
-    ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.d_staging.data(), staged, staged_total,
-                                            cudaMemcpyHostToDevice, stream));
+    ZF_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(b.d_staging.data(), staged, staged_total, cudaMemcpyHostToDevice, stream));
     report_.h2d_bytes += staged_total;
   }
   if (b.cpu_host.data()) {
@@ -700,24 +690,25 @@ Status ReadOp::enqueue(Batch& b) {
                                             cudaMemcpyHostToDevice, stream));
     report_.h2d_bytes += b.cpu_host.size();
   }
-  ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dt, b.h_tables.data(), tb.size(), cudaMemcpyHostToDevice, stream));
+  ZF_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(dt, b.h_tables.data(), tb.size(), cudaMemcpyHostToDevice, stream));
   int* d_status = reinterpret_cast<int*>(dt + o_status);
   ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.t1.get(), stream));
 
-  auto run_nvcomp = [&](NvcompAlgo algo, const NvcompBatch& nb, std::size_t o_src,
-                        std::size_t o_sb, std::size_t o_cap, std::size_t o_dst, std::size_t o_act,
-                        int* status, GpuBuffer& temp) -> Status {
+  auto run_nvcomp = [&](NvcompAlgo algo, const NvcompBatch& nb, std::size_t o_src, std::size_t o_sb,
+                        std::size_t o_cap, std::size_t o_dst, std::size_t o_act, int* status,
+                        GpuBuffer& temp) -> Status {
     if (nb.src.empty()) return {};
     std::size_t temp_bytes = 0;
-    ZF_RETURN_IF_ERROR(nvcomp_->temp_size(algo, nb.src.size(), nb.max_out, nb.total_out,
-                                          &temp_bytes, stream));
+    ZF_RETURN_IF_ERROR(
+        nvcomp_->temp_size(algo, nb.src.size(), nb.max_out, nb.total_out, &temp_bytes, stream));
     ZF_ASSIGN_OR_RETURN(temp, device_.acquire(std::max<std::size_t>(temp_bytes, 1)));
     ZF_RETURN_IF_ERROR(nvcomp_->decompress(
         algo, reinterpret_cast<const void* const*>(dt + o_src),
         reinterpret_cast<const std::size_t*>(dt + o_sb),
-        reinterpret_cast<const std::size_t*>(dt + o_cap), reinterpret_cast<std::size_t*>(dt + o_act),
-        nb.src.size(), temp.data(), temp_bytes, reinterpret_cast<void* const*>(dt + o_dst), status,
-        stream));
+        reinterpret_cast<const std::size_t*>(dt + o_cap),
+        reinterpret_cast<std::size_t*>(dt + o_act), nb.src.size(), temp.data(), temp_bytes,
+        reinterpret_cast<void* const*>(dt + o_dst), status, stream));
     ZF_CUDA_RETURN_IF_ERROR(launch_check_sizes(reinterpret_cast<const std::size_t*>(dt + o_act),
                                                reinterpret_cast<const std::size_t*>(dt + o_cap),
                                                status, std::uint32_t(nb.src.size()), stream));
@@ -734,10 +725,9 @@ Status ReadOp::enqueue(Batch& b) {
   ZF_CUDA_RETURN_IF_ERROR(launch_unshuffle(reinterpret_cast<const UnshuffleJob*>(dt + o_unsh),
                                            std::uint32_t(unshuffles.size()), stream));
   ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.t2.get(), stream));
-  ZF_CUDA_RETURN_IF_ERROR(launch_scatter(reinterpret_cast<const ScatterJob*>(dt + o_scat),
-                                         std::uint32_t(scatters.size()),
-                                         reinterpret_cast<const std::int64_t*>(dt + o_tiles),
-                                         tile_starts.back(), stream));
+  ZF_CUDA_RETURN_IF_ERROR(launch_scatter(
+      reinterpret_cast<const ScatterJob*>(dt + o_scat), std::uint32_t(scatters.size()),
+      reinterpret_cast<const std::int64_t*>(dt + o_tiles), tile_starts.back(), stream));
   if (nslots > 0)
     ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.h_status.data(), d_status, nslots * sizeof(int),
                                             cudaMemcpyDeviceToHost, stream));
@@ -762,13 +752,15 @@ Status ReadOp::upload_cpu_decoded(const Item& it, const std::byte* staged) {
   ZF_ASSIGN_OR_RETURN(GpuBuffer tables, device_.acquire(sizeof(ScatterJob) + 64));
   std::int64_t tiles[2] = {0, (job->count + kScatterTile - 1) / kScatterTile};
   const cudaStream_t stream = opt_.stream;
-  ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev.data(), host.data(), bytes, cudaMemcpyHostToDevice, stream));
-  ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tables.data(), &*job, sizeof(ScatterJob), cudaMemcpyHostToDevice, stream));
+  ZF_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(dev.data(), host.data(), bytes, cudaMemcpyHostToDevice, stream));
+  ZF_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(tables.data(), &*job, sizeof(ScatterJob), cudaMemcpyHostToDevice, stream));
   ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tables.data() + sizeof(ScatterJob), tiles, sizeof tiles,
                                           cudaMemcpyHostToDevice, stream));
-  ZF_CUDA_RETURN_IF_ERROR(launch_scatter(reinterpret_cast<const ScatterJob*>(tables.data()), 1,
-                                         reinterpret_cast<const std::int64_t*>(tables.data() + sizeof(ScatterJob)),
-                                         tiles[1], stream));
+  ZF_CUDA_RETURN_IF_ERROR(launch_scatter(
+      reinterpret_cast<const ScatterJob*>(tables.data()), 1,
+      reinterpret_cast<const std::int64_t*>(tables.data() + sizeof(ScatterJob)), tiles[1], stream));
   ZF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   return {};
 }
