@@ -2,7 +2,7 @@
 # Runs on the GPU host (through the `device` tool) from the repository root, with .gpu/ (built by
 # scripts/build_gpu_bundle.sh) and .whl/ (peer wheels: zarr, numcodecs, nvidia-libnvcomp-cu13)
 # carried along. Writes logs and results under $OUT (or ./gpu_out).
-#   scripts/gpu_run.sh [test|bench|all]   (default all)
+#   scripts/gpu_run.sh [test|bench|loader|all]   (default all; `loader` = tests + loader bench)
 #   test:  C++ tests (CPU + GPU), compute-sanitizer memcheck of the GPU tests, the Python GPU,
 #          DLPack and conformance suites
 #   bench: benchmarks/bench_read.py (CPU, 16 threads) and benchmarks/bench_gpu.py
@@ -27,7 +27,7 @@ NVCOMP=$(ls "$SITE"/nvidia/libnvcomp/lib64/libnvcomp.so.* 2>/dev/null | head -1)
   ls /proc/driver/nvidia-fs 2>&1 | head -1; df -h /tmp | tail -1
 } 2>&1 | tee "$OUT/tests.log"
 
-if [ "$WHAT" = test ] || [ "$WHAT" = all ]; then
+if [ "$WHAT" = test ] || [ "$WHAT" = all ] || [ "$WHAT" = loader ]; then
   echo "== C++ tests" | tee -a "$OUT/tests.log"
   for t in .gpu/bin/zarrflow_*_tests; do echo "-- $t"; "$t" --gtest_brief=1 2>&1 | tail -4; done | tee -a "$OUT/tests.log"
   echo "== compute-sanitizer memcheck (GPU tests)" | tee -a "$OUT/tests.log"
@@ -36,8 +36,15 @@ if [ "$WHAT" = test ] || [ "$WHAT" = all ]; then
   grep -v "^Running main" /tmp/memcheck.log | tail -12 | tee -a "$OUT/tests.log"
   echo "== Python tests (GPU, DLPack, real data, conformance)" | tee -a "$OUT/tests.log"
   timeout 420 python3 -m pytest -q -p no:cacheprovider -rA --tb=short tests/test_gpu.py \
-    tests/test_dlpack.py tests/test_real_data.py >"$OUT/pytest.log" 2>&1
+    tests/test_dlpack.py tests/test_real_data.py tests/test_loader.py tests/test_loader_gpu.py \
+    >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR|decoded without error" "$OUT/pytest.log" | tail -30 | tee -a "$OUT/tests.log"
+fi
+if [ "$WHAT" = loader ]; then
+  echo "== loader benchmark"
+  python3 benchmarks/bench_loader.py --data /tmp/zarrflow_bench --out "$OUT" \
+    2>/tmp/bench_loader_stderr.log | tee -a "$OUT/tests.log"
+  tail -5 /tmp/bench_loader_stderr.log
 fi
 if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   echo "== GPU benchmark"

@@ -10,6 +10,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "tensor.h"
@@ -17,6 +19,7 @@
 #include "zarrflow/zarr/hierarchy.h"
 #ifdef ZARRFLOW_HAVE_CUDA
 #include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/pipeline/gpu/normalize.h"
 #include "zarrflow/zarr/gpu/device_read.h"
 #endif
 
@@ -248,6 +251,156 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
 }
 #endif
 
+// A new C-contiguous tensor (host, or pooled device memory).
+py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::string& dtype,
+                        const std::string& device, int device_id) {
+  const DataType t = value_or_throw(parse_v3_data_type(dtype));
+  const std::size_t bytes = static_cast<std::size_t>(std::max<std::int64_t>(product(shape), 1)) * t.size;
+  auto st = std::make_shared<py::TensorState>();
+  st->shape = shape;
+  st->strides = c_strides(shape, 1);
+  st->dtype = t;
+  if (device == "cpu") {
+    auto buf = std::make_shared<Buffer>(bytes);
+    st->data = buf->data();
+    st->owner = buf;
+    st->device_type = 1;
+    return py::Tensor{st};
+  }
+#ifdef ZARRFLOW_HAVE_CUDA
+  Status s = gpu::device_available();
+  if (s.ok()) {
+    if (cudaError_t e = cudaSetDevice(device_id); e != cudaSuccess) s = gpu::cuda_status(e, "cudaSetDevice");
+  }
+  throw_if_error(std::move(s));
+  auto buf = std::make_shared<gpu::GpuBuffer>(value_or_throw(device_reader().device_pool().acquire(bytes)));
+  st->data = buf->data();
+  st->owner = buf;
+  st->device_type = 2;
+  st->device_id = device_id;
+  return py::Tensor{st};
+#else
+  throw StatusError(unimplemented("zarrflow was built without CUDA"));
+#endif
+}
+
+// Reads many regions into one target tensor: each request is (array, start, count, step,
+// dest element offset, dest element strides). GPU targets go through one DeviceReader pipeline
+// (chunks shared by several requests fetched and decoded once); host targets through read_many.
+nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::optional<std::uintptr_t> stream,
+                    const std::string& decode, const std::string& io, Executor* exec) {
+  const auto& st = *target.state;
+  const std::int64_t elem = st.dtype.size;
+  std::vector<std::shared_ptr<Array>> keep;
+  std::vector<ReadRequest> reqs;
+  reqs.reserve(requests.size());
+  for (nb::handle h : requests) {
+    auto t = nb::cast<nb::tuple>(h);
+    auto arr = nb::cast<std::shared_ptr<Array>>(t[0]);
+    if (arr->dtype().size != st.dtype.size)
+      throw StatusError(invalid_argument(arr->describe() + " has " + std::to_string(arr->dtype().size) +
+                                         "-byte elements, the batch " + std::to_string(st.dtype.size)));
+    ReadRequest r;
+    r.array = arr.get();
+    r.region = {nb::cast<Shape>(t[1]), nb::cast<Shape>(t[2]), nb::cast<Shape>(t[3])};
+    r.dest.data = static_cast<std::byte*>(st.data) + nb::cast<std::int64_t>(t[4]) * elem;
+    r.dest.shape = r.region.count;
+    r.dest.strides = nb::cast<Shape>(t[5]);
+    for (auto& x : r.dest.strides) x *= elem;
+    keep.push_back(std::move(arr));
+    reqs.push_back(std::move(r));
+  }
+  nb::dict out;
+  Status s;
+  if (st.device_type == 1) {
+    {
+      nb::gil_scoped_release release;
+      s = read_many(reqs, read_options(exec));
+    }
+    throw_if_error(std::move(s));
+    return out;
+  }
+#ifdef ZARRFLOW_HAVE_CUDA
+  gpu::DeviceReadOptions opts;
+  opts.decode = decode == "on" ? gpu::GpuDecode::kOn
+                : decode == "off" ? gpu::GpuDecode::kOff : gpu::GpuDecode::kAuto;
+  opts.io = io == "direct" ? gpu::IoPath::kDirect : gpu::IoPath::kAuto;
+  const ReadOptions host = read_options(exec);
+  opts.pool = host.pool;
+  opts.buffers = host.buffers;
+  gpu::DeviceReadReport report;
+  {
+    nb::gil_scoped_release release;
+    s = [&]() -> Status {
+      ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(st.device_id));
+      opts.stream = stream ? as_stream(*stream) : zarrflow_stream(st.device_id);
+      return device_reader().read_many(reqs, opts, &report);
+    }();
+  }
+  throw_if_error(std::move(s));
+  out["chunks"] = report.chunks;
+  out["missing"] = report.missing;
+  out["gpu_decoded"] = report.gpu_decoded;
+  out["cpu_decoded"] = report.cpu_decoded;
+  out["deduplicated"] = report.deduplicated;
+  out["stored_bytes"] = report.stored_bytes;
+  nb::list notes;
+  for (const auto& n : report.notes) notes.append(n);
+  out["notes"] = notes;
+  return out;
+#else
+  (void)decode;
+  (void)io;
+  (void)stream;
+  throw StatusError(unimplemented("zarrflow was built without CUDA"));
+#endif
+}
+
+#ifdef ZARRFLOW_HAVE_CUDA
+// dst = cast((src - mean[c]) / std[c]) on the GPU; returns the number of NaNs in src.
+std::uint64_t normalize_cast_gpu(const py::Tensor& src, const py::Tensor& dst,
+                                 const std::vector<float>& mean, const std::vector<float>& stdev,
+                                 std::int64_t inner, std::optional<std::uintptr_t> stream) {
+  const auto& a = *src.state;
+  const auto& b = *dst.state;
+  const std::int64_t n = product(a.shape);
+  const std::int64_t channels = static_cast<std::int64_t>(mean.size());
+  gpu::OutType type = b.dtype.kind == DTypeKind::kBFloat16 ? gpu::OutType::kBFloat16
+                      : b.dtype.size == 2                  ? gpu::OutType::kFloat16
+                                                           : gpu::OutType::kFloat32;
+  std::uint64_t nans = 0;
+  Status s;
+  {
+    nb::gil_scoped_release release;
+    s = [&]() -> Status {
+      ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(a.device_id));
+      const cudaStream_t st = stream ? as_stream(*stream) : zarrflow_stream(a.device_id);
+      std::vector<float> table(2 * channels + 2, 0.f);
+      for (std::int64_t c = 0; c < channels; ++c) {
+        table[c] = mean[c];
+        table[channels + c] = 1.f / stdev[c];
+      }
+      ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer h, device_reader().pinned_pool().acquire(table.size() * 4 + 16));
+      ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer d, device_reader().device_pool().acquire(table.size() * 4 + 16));
+      std::memcpy(h.data(), table.data(), table.size() * 4);
+      auto* d_mean = reinterpret_cast<float*>(d.data());
+      auto* d_nans = reinterpret_cast<unsigned long long*>(d.data() + table.size() * 4);
+      ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d.data(), h.data(), table.size() * 4, cudaMemcpyHostToDevice, st));
+      ZF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_nans, 0, 8, st));
+      ZF_CUDA_RETURN_IF_ERROR(gpu::launch_normalize_cast(static_cast<const float*>(a.data), b.data, type, n,
+                                                         inner, channels, d_mean, d_mean + channels,
+                                                         d_nans, st));
+      ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h.data(), d_nans, 8, cudaMemcpyDeviceToHost, st));
+      ZF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+      std::memcpy(&nans, h.data(), 8);
+      return {};
+    }();
+  }
+  throw_if_error(std::move(s));
+  return nans;
+}
+#endif
+
 nb::object wrap_node(Node node) {
   if (auto* a = std::get_if<std::shared_ptr<Array>>(&node)) return nb::cast(*a);
   return nb::cast(std::get<std::shared_ptr<Group>>(node));
@@ -309,6 +462,24 @@ NB_MODULE(_core, m) {
 #endif
       },
       "'' when nvCOMP is loaded, else why not");
+
+  m.def("empty_tensor", &empty_tensor, "shape"_a, "dtype"_a, "device"_a, "device_id"_a = 0);
+  m.def("read_batch", &read_batch, "requests"_a, "target"_a, "stream"_a = nb::none(),
+        "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none());
+  m.def("normalize_cast",
+        [](const py::Tensor& src, const py::Tensor& dst, const std::vector<float>& mean,
+           const std::vector<float>& stdev, std::int64_t inner,
+           std::optional<std::uintptr_t> stream) -> std::uint64_t {
+#ifdef ZARRFLOW_HAVE_CUDA
+          return normalize_cast_gpu(src, dst, mean, stdev, inner, stream);
+#else
+          throw StatusError(unimplemented("zarrflow was built without CUDA"));
+#endif
+        },
+        "src"_a, "dst"_a, "mean"_a, "std"_a, "inner"_a, "stream"_a = nb::none());
+  m.def("tensor_event_wait", [](const py::Tensor& t, std::uintptr_t stream) {
+    if (t.state->wait_on) t.state->wait_on(stream);
+  });
 
   nb::class_<Executor>(m, "Executor")
       .def(nb::init<std::size_t>(), "threads"_a)

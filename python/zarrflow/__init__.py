@@ -11,6 +11,7 @@ from ._api import Array, Group, open, open_array, open_group
 from ._core import Tensor
 from ._gpu import cuda_available, cuda_status, nvcomp_status
 from ._threads import set_num_threads
+from .loader import Loader, LoaderError, MissingChunkError, compute_stats
 from .errors import (
     ChecksumError,
     CorruptChunkError,
@@ -34,6 +35,10 @@ __all__ = [
     "open_group",
     "set_num_threads",
     "Tensor",
+    "Loader",
+    "LoaderError",
+    "MissingChunkError",
+    "compute_stats",
     "cuda_available",
     "cuda_status",
     "nvcomp_status",

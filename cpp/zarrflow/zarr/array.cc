@@ -134,4 +134,10 @@ Result<StorageInfo> Array::storage_info() const {
   return info;
 }
 
+Status read_many(std::span<const ReadRequest> requests, const ReadOptions& options) {
+  return parallel_for(options.pool, requests.size(), [&](std::size_t i) {
+    return requests[i].array->read(requests[i].region, requests[i].dest, options);
+  });
+}
+
 }  // namespace zarrflow

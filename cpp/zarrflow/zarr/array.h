@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 
 #include "zarrflow/codec/codec_chain.h"
@@ -32,6 +33,16 @@ struct StorageInfo {
   std::int64_t chunks_total = 0;  // stored grid cells (shards for sharded arrays)
   std::int64_t chunks_present = 0;
   std::uint64_t stored_bytes = 0;  // bytes of present chunks
+};
+
+class Array;
+
+// One region of one array into one destination (host memory for read_many, device memory for
+// gpu::DeviceReader::read_many): a training batch is a list of these.
+struct ReadRequest {
+  const Array* array;
+  Selection region;
+  StridedView dest;
 };
 
 class Array {
@@ -80,5 +91,8 @@ class Array {
   std::optional<Shape> inner_chunk_shape_;
   bool raw_native_;  // chunks are the elements themselves (bytes codec, native order, nothing else)
 };
+
+// Runs every request (in parallel on options.pool; each read also parallel inside).
+Status read_many(std::span<const ReadRequest> requests, const ReadOptions& options);
 
 }  // namespace zarrflow

@@ -174,6 +174,45 @@ TEST_F(DeviceReadTest, NumcodecsLz4V2) {
   expect_same(store, "v2", Selection::full({10, 6}), GpuDecode::kOn, 0);
 }
 
+// Many requests sharing chunks (y at t is x at t+1), split into tiny batches so that shared
+// chunks fall both inside one batch (read once) and across batches (read again).
+TEST_F(DeviceReadTest, ReadManySharesChunksWithinAndAcrossBatches) {
+  auto store = make("m", R"([{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
+       "typesize": 4, "blocksize": 0}}])",
+                    [](const Bytes& b) { return blosc(b, "lz4", 1); });
+  auto node = open_node(store, "m");
+  const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+  // Requests: for t in 0..3, rows t and t+1 (whole 9x7 planes) into a [4, 2, 9, 7] batch.
+  const Shape plane{1, 9, 7};
+  const std::int64_t n = 4 * 2 * 9 * 7;
+  Bytes cpu(n * 4), gpu(n * 4);
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, n * 4), cudaSuccess);
+  std::vector<ReadRequest> host, dev;
+  for (int t = 0; t < 4; ++t)
+    for (int s = 0; s < 2; ++s) {
+      const Selection sel{{t + s, 0, 0}, plane, {1, 1, 1}};
+      const std::int64_t off = (t * 2 + s) * 9 * 7 * 4;
+      host.push_back({&arr, sel, {cpu.data() + off, plane, c_strides(plane, 4)}});
+      dev.push_back({&arr, sel, {static_cast<std::byte*>(d) + off, plane, c_strides(plane, 4)}});
+    }
+  ASSERT_TRUE(read_many(host, ReadOptions{}).ok());
+  for (std::uint64_t batch : {std::uint64_t{0}, std::uint64_t{1500}}) {
+    DeviceReader reader;
+    DeviceReadOptions opt;
+    opt.decode = GpuDecode::kOn;
+    opt.batch_bytes = batch;  // 0: per codec; 1500: about a dozen chunks per batch
+    DeviceReadReport report;
+    Status s = reader.read_many(dev, opt, &report);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    ASSERT_EQ(cudaMemcpy(gpu.data(), d, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(cpu, gpu) << "batch_bytes " << batch;
+    EXPECT_GT(report.deduplicated, 0) << "batch_bytes " << batch;
+  }
+  cudaFree(d);
+}
+
 TEST_F(DeviceReadTest, CorruptChunkNamesTheKeyAndTheGpuStaysUsable) {
   auto store = make("bad", R"([{"name": "bytes", "configuration": {"endian": "little"}},
       {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",

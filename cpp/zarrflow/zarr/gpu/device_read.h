@@ -23,6 +23,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ struct DeviceReadReport {
   std::int64_t missing = 0;  // filled with the fill value
   std::int64_t gpu_decoded = 0;
   std::int64_t cpu_decoded = 0;    // decoded on the CPU, then copied up
+  std::int64_t deduplicated = 0;  // chunks several requests shared: fetched and decoded once
   std::uint64_t stored_bytes = 0;  // compressed bytes read
   std::uint64_t h2d_bytes = 0;     // bytes copied host → device
   std::int64_t direct_reads = 0;   // chunks read with O_DIRECT (they were not in the page cache)
@@ -63,6 +65,9 @@ struct DeviceReadReport {
   double h2d_ms = 0, decode_ms = 0, scatter_ms = 0;
   std::vector<std::string> notes;  // why chunks fell back to the CPU (each reason once)
 };
+
+// A region of an array into device memory (dest points into GPU memory).
+using DeviceReadRequest = ReadRequest;
 
 class DeviceReader {
  public:
@@ -75,7 +80,13 @@ class DeviceReader {
   Status read(const Array& arr, const Selection& region, const StridedView& dest,
               const DeviceReadOptions& options, DeviceReadReport* report = nullptr);
 
+  // Many reads in one pipeline: chunks are batched across requests, and a chunk that several
+  // requests need is fetched and decoded once.
+  Status read_many(std::span<const DeviceReadRequest> requests, const DeviceReadOptions& options,
+                   DeviceReadReport* report = nullptr);
+
   GpuMemoryPool& device_pool() { return device_; }
+  GpuMemoryPool& pinned_pool() { return pinned_; }
 
  private:
   GpuMemoryPool pinned_;

@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
+#include <tuple>
 
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/framing.h"
@@ -25,6 +27,7 @@ enum class Mode : std::uint8_t { kFill, kGpu, kCpu };
 
 // One leaf chunk of the read: a whole chunk, or one inner chunk of a shard.
 struct Item {
+  const Array* arr = nullptr;      // the array it belongs to
   std::string key;                 // store key of the value holding it
   std::optional<ByteRange> range;  // its bytes within the value (inner chunks of shards)
   const CodecChain* chain = nullptr;
@@ -43,6 +46,10 @@ struct Item {
   std::uint64_t cpu_offset = 0;  // CPU-decoded block in the batch's pinned/device cpu area
   bool direct = false;           // read by cuFile straight into device memory (uncompressed)
   std::uint64_t direct_offset = 0;
+  // Another item reads the same stored chunk earlier in the same batch: fetch and decode it once
+  // (x at t+1 is y at t) and scatter from the first one's decoded copy.
+  std::int64_t dup_of = -1;
+  std::byte* d_decoded = nullptr;  // the whole decoded chunk on the GPU (set while enqueuing)
 };
 
 std::uint64_t decoded_size(const Item& it) {
@@ -142,14 +149,15 @@ struct Batch {
 
 class ReadOp {
  public:
-  ReadOp(const Array& arr, const DeviceReadOptions& opt, DeviceReadReport& report,
-         GpuMemoryPool& pinned, GpuMemoryPool& device)
-      : arr_(arr), opt_(opt), report_(report), pinned_(pinned), device_(device) {}
+  ReadOp(const DeviceReadOptions& opt, DeviceReadReport& report, GpuMemoryPool& pinned,
+         GpuMemoryPool& device)
+      : opt_(opt), report_(report), pinned_(pinned), device_(device) {}
 
-  Status run(const Selection& region, const StridedView& dest);
+  Status run(std::span<const DeviceReadRequest> requests);
 
  private:
-  Status gather(const Selection& region, const StridedView& dest);
+  Status gather(const Array& arr, const Selection& region, const StridedView& dest);
+  void mark_duplicates();
   const ChainProgram* program_for(const CodecChain* chain);
   void note(const std::string& why);
   Status fetch(Batch& b);
@@ -160,10 +168,9 @@ class ReadOp {
   Status cpu_decode(const Item& it, const std::byte* staged, ByteSpan out) const;
   Status upload_cpu_decoded(const Item& it, const std::byte* staged);
   Status annotate(const Item& it, Status s) const {
-    return std::move(s).annotate(arr_.describe() + ": " + it.where);
+    return std::move(s).annotate(it.arr->describe() + ": " + it.where);
   }
 
-  const Array& arr_;
   const DeviceReadOptions& opt_;
   DeviceReadReport& report_;
   GpuMemoryPool& pinned_;
@@ -187,7 +194,7 @@ const ChainProgram* ReadOp::program_for(const CodecChain* chain) {
   return &it->second;
 }
 
-Status ReadOp::gather(const Selection& region, const StridedView& dest) {
+Status ReadOp::gather(const Array& arr_, const Selection& region, const StridedView& dest) {
   const CodecChain& chain = arr_.codecs();
   const auto blocks = chunk_blocks(region, arr_.metadata().chunk_shape);
   const auto* fill = &chain.spec().fill_value;
@@ -195,6 +202,7 @@ Status ReadOp::gather(const Selection& region, const StridedView& dest) {
     items_.reserve(blocks.size());
     for (const auto& b : blocks) {
       Item it;
+      it.arr = &arr_;
       it.key = arr_.chunk_key(b.chunk);
       it.chain = &chain;
       it.sel = b.in_chunk;
@@ -223,6 +231,7 @@ Status ReadOp::gather(const Selection& region, const StridedView& dest) {
     if (!found) fills.push_back(view);
     for (const auto& f : fills) {
       Item it;
+      it.arr = &arr_;
       it.mode = Mode::kFill;
       it.dest = f;
       it.chain = &chain;
@@ -233,6 +242,7 @@ Status ReadOp::gather(const Selection& region, const StridedView& dest) {
     }
     for (auto& r : reads) {
       Item it;
+      it.arr = &arr_;
       it.key = key;
       it.range = r.range;
       it.chain = r.chain;
@@ -249,16 +259,30 @@ Status ReadOp::gather(const Selection& region, const StridedView& dest) {
   return {};
 }
 
-Status ReadOp::run(const Selection& region, const StridedView& dest) {
-  ZF_RETURN_IF_ERROR(arr_.validate_region(region, dest));
-  if (region.empty()) return {};
+void ReadOp::mark_duplicates() {
+  if (opt_.io == IoPath::kCuFile) return;  // cuFile reads go to device memory: no shared staging
+  std::map<std::tuple<const Store*, std::string, std::uint64_t, std::uint64_t>, std::size_t> first;
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    Item& it = items_[i];
+    if (it.mode == Mode::kFill) continue;
+    const auto key = std::make_tuple(&it.arr->store(), it.key, it.range ? it.range->offset : 0,
+                                     it.range ? it.range->length : ~std::uint64_t{0});
+    auto [pos, inserted] = first.emplace(key, i);
+    if (!inserted && items_[pos->second].chain == it.chain) it.dup_of = std::int64_t(pos->second);
+  }
+}
+
+Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
+  for (const auto& r : requests) ZF_RETURN_IF_ERROR(r.array->validate_region(r.region, r.dest));
   auto nv = Nvcomp::get();
   if (nv.ok()) {
     nvcomp_ = *nv;
   } else {
     nvcomp_missing_ = nv.status().message();
   }
-  ZF_RETURN_IF_ERROR(gather(region, dest));
+  for (const auto& r : requests)
+    if (!r.region.empty()) ZF_RETURN_IF_ERROR(gather(*r.array, r.region, r.dest));
+  mark_duplicates();
   for (auto& it : items_) {
     if (it.mode == Mode::kFill) continue;
     it.program = program_for(it.chain);
@@ -278,7 +302,7 @@ Status ReadOp::run(const Selection& region, const StridedView& dest) {
       it.stored_size = it.range->length;
       return {};
     }
-    auto size = arr_.store().size(it.key);
+    auto size = it.arr->store().size(it.key);
     if (!size.ok()) return annotate(it, std::move(size).take_status());
     if (!*size) {
       it.mode = Mode::kFill;
@@ -304,9 +328,14 @@ Status ReadOp::run(const Selection& region, const StridedView& dest) {
   while (i < items_.size()) {
     Batch b;
     std::uint64_t staged = 0;
+    const std::size_t batch_start = i;
     while (i < items_.size() &&
            (b.items.empty() || staged + items_[i].stored_size <= batch_bytes)) {
-      staged += items_[i].stored_size;
+      Item& it = items_[i];
+      // A chunk shared with an item of an earlier batch is read again: that batch's buffers
+      // are recycled by the time this one runs.
+      if (it.dup_of >= 0 && std::size_t(it.dup_of) < batch_start) it.dup_of = -1;
+      if (it.dup_of < 0) staged += it.stored_size;
       b.items.push_back(i++);
     }
     ZF_RETURN_IF_ERROR(fetch(b));
@@ -322,19 +351,18 @@ Status ReadOp::run(const Selection& region, const StridedView& dest) {
 Status ReadOp::fetch(Batch& b) {
   // cuFile takes uncompressed whole chunks of local files straight to the GPU; everything else
   // is read into pinned staging (compressed bytes are validated on the host first).
-  const auto* files = dynamic_cast<const FileStore*>(&arr_.store());
   const CuFile* cufile = nullptr;
   if (opt_.io == IoPath::kCuFile) {
     auto c = CuFile::get();
     if (!c.ok()) return std::move(c).take_status().annotate("io=cufile");
-    if (files == nullptr) return unimplemented("io=cufile needs a local file store");
     cufile = *c;
   }
   std::uint64_t total = 0, direct_total = 0;
   for (std::size_t idx : b.items) {
     Item& it = items_[idx];
-    if (it.mode == Mode::kFill) continue;
+    if (it.mode == Mode::kFill || it.dup_of >= 0) continue;
     it.direct = cufile != nullptr && it.mode == Mode::kGpu && !it.range &&
+                dynamic_cast<const FileStore*>(&it.arr->store()) != nullptr &&
                 it.program->codec == GpuCodec::kNone && !it.program->crc32c;
     if (it.direct) {
       if (it.stored_size != decoded_size(it))
@@ -360,7 +388,8 @@ Status ReadOp::fetch(Batch& b) {
   std::atomic<std::int64_t> direct_reads{0};
   ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
-    if (it.mode == Mode::kFill) return {};
+    if (it.mode == Mode::kFill || it.dup_of >= 0) return {};
+    const auto* files = dynamic_cast<const FileStore*>(&it.arr->store());
     if (it.direct)
       return annotate(it, cufile->read(files->root() + "/" + it.key,
                                        b.d_direct.data() + it.direct_offset, it.stored_size, 0));
@@ -374,20 +403,28 @@ Status ReadOp::fetch(Batch& b) {
       if (direct) ++direct_reads;
       // A whole value must be exactly its size (it may have changed since it was measured).
       if (r.ok() && *r && !it.range) {
-        auto now = arr_.store().size(it.key);
+        auto now = it.arr->store().size(it.key);
         if (now.ok() && *now && **now != it.stored_size)
           r = corrupt_data("chunk changed size while it was read");
       }
     } else {
       ByteSpan dst(base + it.staging_offset, it.stored_size);
-      r = it.range ? arr_.store().read_range_into(it.key, offset, dst)
-                   : arr_.store().read_exact(it.key, dst);
+      r = it.range ? it.arr->store().read_range_into(it.key, offset, dst)
+                   : it.arr->store().read_exact(it.key, dst);
     }
     if (!r.ok()) return annotate(it, std::move(r).take_status());
     if (!*r) it.mode = Mode::kFill;  // deleted since its size was taken
     return {};
   }));
   report_.direct_reads += direct_reads.load();
+  for (std::size_t idx : b.items) {  // duplicates share their first occurrence's bytes
+    Item& it = items_[idx];
+    if (it.dup_of < 0) continue;
+    const Item& first = items_[std::size_t(it.dup_of)];
+    it.staging_offset = first.staging_offset;
+    it.stored_size = first.stored_size;
+    if (first.mode == Mode::kFill) it.mode = Mode::kFill;
+  }
   for (std::size_t idx : b.items) {
     const Item& it = items_[idx];
     ++report_.chunks;
@@ -444,9 +481,17 @@ Status ReadOp::prepare(Batch& b) {
   const std::byte* staged = b.staging.data();
   ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
-    if (it.mode != Mode::kGpu || it.direct) return {};
+    if (it.mode != Mode::kGpu || it.direct || it.dup_of >= 0) return {};
     return prepare_item(it, staged, nvcomp_);
   }));
+  for (std::size_t idx : b.items) {
+    Item& it = items_[idx];
+    if (it.dup_of < 0 || it.mode == Mode::kFill) continue;
+    const Item& first = items_[std::size_t(it.dup_of)];
+    it.mode = first.mode;
+    it.cpu_reason = first.cpu_reason;
+    it.payload = first.payload;
+  }
   if (opt_.decode == GpuDecode::kOn) {
     for (std::size_t idx : b.items)
       if (items_[idx].mode == Mode::kCpu)
@@ -520,6 +565,7 @@ Status ReadOp::enqueue(Batch& b) {
     const std::uint64_t n = decoded_size(it);
     const bool dense = it.program->swap_unit <= 1 && t.enc_sel.is_full(spec.shape) &&
                        t.enc_dest.is_c_contiguous(spec.dtype.size);
+    if (it.dup_of >= 0) continue;  // scatters from its first occurrence's decoded chunk
     const auto addr = reinterpret_cast<std::uintptr_t>(t.enc_dest.data);
     t.in_place = dense && it.program->codec != GpuCodec::kNone && addr % 16 == 0;
     if (!t.in_place && it.program->codec != GpuCodec::kNone) {
@@ -579,9 +625,20 @@ Status ReadOp::enqueue(Batch& b) {
       ++report_.cpu_decoded;
       continue;
     }
-    ++report_.gpu_decoded;
     const Target& t = targets[k];
     const ChunkSpec& spec = it.chain->array_to_bytes_spec();
+    if (it.dup_of >= 0) {
+      const Item& first = items_[std::size_t(it.dup_of)];
+      if (first.d_decoded == nullptr)
+        return annotate(it, internal_error("shared chunk has no decoded copy"));
+      auto j = make_scatter(first.d_decoded, spec.shape, t.enc_sel, t.enc_dest, elem,
+                            it.program->swap_unit, nullptr);
+      if (!j) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
+      if (j->count) scatters.push_back(*j);
+      ++report_.deduplicated;
+      continue;
+    }
+    ++report_.gpu_decoded;
     const std::uint64_t n = decoded_size(it);
     const std::byte* src = it.direct ? b.d_direct.data() + it.direct_offset
                                      : b.d_staging.data() + it.staging_offset + it.payload.offset;
@@ -636,6 +693,7 @@ Status ReadOp::enqueue(Batch& b) {
         break;
       }
     }
+    it.d_decoded = out;
     if (!t.in_place) {
       auto j = make_scatter(out, spec.shape, t.enc_sel, t.enc_dest, elem, it.program->swap_unit,
                             nullptr);
@@ -680,6 +738,9 @@ Status ReadOp::enqueue(Batch& b) {
   ZF_ASSIGN_OR_RETURN(b.t1, Event::create(true));
   ZF_ASSIGN_OR_RETURN(b.t2, Event::create(true));
   ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.t0.get(), stream));
+  if (staged_total > b.staging.capacity())
+    return internal_error("staging overrun: " + std::to_string(staged_total) + " bytes staged, " +
+                          std::to_string(b.staging.capacity()) + " allocated");
   if (any_gpu) {  // only the GPU-decoded chunks' compressed bytes travel
     ZF_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(b.d_staging.data(), staged, staged_total, cudaMemcpyHostToDevice, stream));
@@ -781,6 +842,9 @@ Status ReadOp::finish(Batch& b) {
       first_code.emplace(b.slot_item[s], status[s]);
     }
   }
+  for (std::size_t idx : b.items)  // their copies scattered from a bad decode too
+    if (items_[idx].dup_of >= 0 && failed.count(std::uint32_t(items_[idx].dup_of)))
+      failed.insert(std::uint32_t(idx));
   for (std::uint32_t idx : failed) {
     // The CPU decoder is the authority: it names what is wrong, or recovers the data.
     const Item& it = items_[idx];
@@ -788,7 +852,7 @@ Status ReadOp::finish(Batch& b) {
     if (!s.ok()) return s;
     note("a chunk the GPU decoder rejected (status " + std::to_string(first_code[idx]) +
          ") decoded on the CPU");
-    --report_.gpu_decoded;
+    if (items_[idx].dup_of < 0) --report_.gpu_decoded;
     ++report_.cpu_decoded;
   }
   b = Batch{};
@@ -798,7 +862,7 @@ Status ReadOp::finish(Batch& b) {
 }  // namespace
 
 DeviceReader::DeviceReader()
-    : pinned_(MemoryKind::kPinned, std::size_t{4} << 30),
+    : pinned_(MemoryKind::kPinned, std::size_t{8} << 30),
       device_(MemoryKind::kDevice, std::size_t{8} << 30) {}
 
 DeviceReader::~DeviceReader() = default;
@@ -808,8 +872,18 @@ Status DeviceReader::read(const Array& arr, const Selection& region, const Strid
   ZF_RETURN_IF_ERROR(device_available());
   DeviceReadReport local;
   DeviceReadReport& r = report ? *report : local;
-  ReadOp op(arr, options, r, pinned_, device_);
-  return op.run(region, dest);
+  ReadOp op(options, r, pinned_, device_);
+  const DeviceReadRequest one{&arr, region, dest};
+  return op.run({&one, 1});
+}
+
+Status DeviceReader::read_many(std::span<const DeviceReadRequest> requests,
+                               const DeviceReadOptions& options, DeviceReadReport* report) {
+  ZF_RETURN_IF_ERROR(device_available());
+  DeviceReadReport local;
+  DeviceReadReport& r = report ? *report : local;
+  ReadOp op(options, r, pinned_, device_);
+  return op.run(requests);
 }
 
 }  // namespace zarrflow::gpu

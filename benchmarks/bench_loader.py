@@ -1,0 +1,244 @@
+"""Loader benchmark: training batches per second into GPU memory, zarrflow vs the DataLoader
+baseline users have today, on ERA5-like stores shaped like the seed system's.
+
+Stores (written once; tensorstore writes the data, zarr-python the metadata and coordinates):
+  wb2   WeatherBench2-style Zarr v2: t2m (time, lat, lon) and u/v/t/z/q (time, level, lat, lon),
+        Blosc-LZ4 byte-shuffle, one field per chunk; 6 channels: t2m + u/v/t/z/q at 500 hPa
+  stack the seed's stacked Zarr v3 layout: data (time, channel=71, lat, lon), zstd-3, one field
+        per chunk; 71 channels
+Grid 721x1440, also cropped to 640x1280. Batch 16, t→t+1, float32 and bfloat16 (normalised).
+Reported per run: samples/s, GB/s of batches (x and y, in the output dtype), and with a simulated
+50 ms training step, the fraction of step time the consumer waited for data. Baseline: a PyTorch
+DataLoader (8 workers, pin_memory) over a map-style Dataset that reads each sample with
+tensorstore (the seed notebook's pattern), then .cuda().
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import zarrflow  # noqa: E402
+from zarrflow.synthetic import FieldMaker  # noqa: E402
+
+NLAT, NLON = 721, 1440
+VARS = ["u_component_of_wind", "v_component_of_wind", "temperature", "geopotential",
+        "specific_humidity"]
+
+
+def field_pool(n: int = 24) -> np.ndarray:
+    names = ["2m_temperature"] + VARS
+    return np.stack([FieldMaker(names[i % len(names)], NLAT, NLON, seed=i).at(0) for i in range(n)])
+
+
+def write_wb2(path: Path, ntime: int, pool: np.ndarray) -> None:
+    import numcodecs
+    import tensorstore as ts
+    import zarr
+
+    root = zarr.open_group(str(path), mode="w", zarr_format=2)
+    blosc = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
+    lev = root.create_array("level", shape=(2,), dtype="int64", chunks=(2,), compressors=None)
+    lev[...] = [500, 850]
+    lev.attrs["_ARRAY_DIMENSIONS"] = ["level"]
+    specs = {"2m_temperature": (ntime, NLAT, NLON)} | {v: (ntime, 2, NLAT, NLON) for v in VARS}
+    for k, (name, shape) in enumerate(specs.items()):
+        a = root.create_array(name, shape=shape, chunks=(1,) * (len(shape) - 2) + (NLAT, NLON),
+                              dtype="float32", compressors=blosc, fill_value=np.nan)
+        a.attrs["_ARRAY_DIMENSIONS"] = ["time", "latitude", "longitude"] if len(shape) == 3 else \
+            ["time", "level", "latitude", "longitude"]
+        t = ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(path / name)}}).result()
+        for i in range(0, ntime, 16):
+            j = min(i + 16, ntime)
+            block = np.stack([np.roll(pool[(ti * 3 + k) % len(pool)], ti, axis=1) for ti in range(i, j)])
+            if len(shape) == 4:
+                block = np.stack([block, block[:, ::-1]], axis=1)
+            t[i:j].write(block).result()
+    zarr.consolidate_metadata(str(path))
+
+
+def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71) -> None:
+    import tensorstore as ts
+    import zarr
+    from zarr.codecs import ZstdCodec
+
+    root = zarr.open_group(str(path), mode="w", zarr_format=3)
+    root.create_array("data", shape=(ntime, channels, NLAT, NLON), dtype="float32",
+                      chunks=(1, 1, NLAT, NLON), compressors=ZstdCodec(level=3), fill_value=np.nan,
+                      dimension_names=["time", "channel", "latitude", "longitude"],
+                      attributes={"channels": [f"c{i}" for i in range(channels)]})
+    t = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path / "data")}}).result()
+    for ti in range(ntime):
+        block = np.stack([np.roll(pool[(ti + c) % len(pool)], ti, axis=1) for c in range(channels)])
+        t[ti].write(block).result()
+
+
+def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epochs: int = 2) -> dict:
+    import torch
+
+    ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
+                         normalize=normalize, shuffle="block", seed=0, prefetch=2)
+    for _ in ld:  # warm-up epoch (page cache, pools)
+        pass
+    per_sample = 2 * len(variables) * int(np.prod(ld.spatial_shape)) * (2 if dtype != "float32" else 4)
+    t0, n, waited = time.perf_counter(), 0, 0.0
+    for e in range(epochs):
+        ld.set_epoch(e + 1)
+        it = iter(ld)
+        while True:
+            w0 = time.perf_counter()
+            try:
+                b = next(it)
+            except StopIteration:
+                break
+            torch.cuda.synchronize()
+            waited += time.perf_counter() - w0
+            n += b["x"].shape[0]
+            if step_s:
+                torch.cuda._sleep(int(step_s * 1.4e9))  # ~step_s of GPU "training"
+                torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    st = ld.stats()
+    return {"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
+            "wait_fraction": waited / wall, "wall_s": wall, "samples": n,
+            "deduplicated": st["deduplicated"], "cpu_decoded": st["cpu_decoded"]}
+
+
+class TsDataset:
+    """The baseline's map-style dataset: each sample read with tensorstore (x at t, y at t+1)."""
+
+    def __init__(self, store: str, variables: list[str], length: int):
+        self.store, self.variables, self.length, self.arrays = store, variables, length, None
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, t: int):
+        import tensorstore as ts
+        import torch
+
+        if self.arrays is None:  # opened in the worker
+            self.arrays = {v: ts.open({"driver": "zarr", "kvstore": {
+                "driver": "file", "path": f"{self.store}/{v.split('@')[0]}"}}).result()
+                for v in self.variables}
+
+        def get(ti: int) -> np.ndarray:
+            return np.stack([a[ti].read().result() if "@" not in v else a[ti, 0].read().result()
+                             for v, a in self.arrays.items()])
+
+        return torch.from_numpy(get(t)), torch.from_numpy(get(t + 1))
+
+
+def run_baseline(store: Path, variables: list[str], step_s: float, batches: int = 6,
+                 workers: int = 8) -> dict:
+    import tensorstore as ts
+    import torch
+    import torch.multiprocessing
+    from torch.utils.data import DataLoader, Dataset
+
+    # Worker batches travel through shared memory; small /dev/shm (containers) needs files.
+    torch.multiprocessing.set_sharing_strategy("file_system")
+
+    ds = TsDataset(str(store), list(variables), 16 * batches)
+    dl = DataLoader(ds, batch_size=16, shuffle=True, num_workers=workers, pin_memory=True,
+                    persistent_workers=workers > 0, multiprocessing_context="spawn" if workers else None)
+    for x, y in dl:  # warm-up
+        break
+    t0, n, waited = time.perf_counter(), 0, 0.0
+    it = iter(dl)
+    while True:
+        w0 = time.perf_counter()
+        try:
+            x, y = next(it)
+        except StopIteration:
+            break
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        torch.cuda.synchronize()
+        waited += time.perf_counter() - w0
+        n += x.shape[0]
+        if step_s:
+            torch.cuda._sleep(int(step_s * 1.4e9))
+            torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    per_sample = 2 * len(variables) * NLAT * NLON * 4
+    return {"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
+            "wait_fraction": waited / wall, "wall_s": wall, "samples": n}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="bench_data")
+    ap.add_argument("--out", default="bench_results")
+    ap.add_argument("--ntime-wb2", type=int, default=128)
+    ap.add_argument("--ntime-stack", type=int, default=40)
+    args = ap.parse_args()
+    import torch
+
+    data, out = Path(args.data), Path(args.out)
+    data.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    wb2, stack = data / f"wb2_{args.ntime_wb2}.zarr", data / f"stack71_{args.ntime_stack}.zarr"
+    pool = None
+    for path, writer, nt in ((wb2, write_wb2, args.ntime_wb2), (stack, write_stack, args.ntime_stack)):
+        if not (path / ".complete").exists():
+            pool = field_pool() if pool is None else pool
+            t0 = time.perf_counter()
+            writer(path, nt, pool)
+            (path / ".complete").touch()
+            print(f"wrote {path.name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    wb2_vars = ["2m_temperature"] + [f"{v}@500" for v in VARS]
+    stack_vars = [f"data@c{i}" for i in range(71)]
+    stats_wb2 = {"mean": [0.0] * 6, "std": [1.0] * 6}
+    stats_stack = {"mean": [0.0] * 71, "std": [1.0] * 71}
+    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "gpu": torch.cuda.get_device_name(), "cpus": len(os.sched_getaffinity(0)), "runs": []}
+    crops = {"721x1440": None, "640x1280": {"latitude": (0, 640), "longitude": (0, 1280)}}
+    configs = [(wb2, wb2_vars, stats_wb2, "wb2 v2 blosc-lz4, 6 ch"),
+               (stack, stack_vars, stats_stack, "stacked v3 zstd, 71 ch")]
+    for store, variables, stats, label in configs:
+        for grid, crop in crops.items():
+            for dtype in ("float32", "bfloat16"):
+                for step in (0.0, 0.05):
+                    print(f"run: {label} {grid} {dtype} step={step}", flush=True)
+                    r = run_zarrflow(store, variables, crop=crop, dtype=dtype,
+                                     normalize=stats if dtype != "float32" else None, step_s=step)
+                    r.update(store=label, grid=grid, dtype=dtype, step_s=step, loader="zarrflow-gpu")
+                    results["runs"].append(r)
+                    print(json.dumps(r), flush=True)
+    (out / "bench_loader.json").write_text(json.dumps(results, indent=2))
+    for step in (0.0, 0.05):
+        try:
+            r = run_baseline(wb2, wb2_vars, step)
+            name = "DataLoader+tensorstore (8 workers)"
+        except RuntimeError as e:  # workers killed (e.g. no shared memory): say so, run in-process
+            print(f"baseline with 8 workers failed: {e}", file=sys.stderr, flush=True)
+            r = run_baseline(wb2, wb2_vars, step, workers=0)
+            name = "DataLoader+tensorstore (0 workers; 8 failed)"
+        r.update(store="wb2 v2 blosc-lz4, 6 ch", grid="721x1440", dtype="float32", step_s=step,
+                 loader=name)
+        results["runs"].append(r)
+        print(json.dumps(r), flush=True)
+    (out / "bench_loader.json").write_text(json.dumps(results, indent=2))
+    lines = [f"{results['gpu']}, {results['cpus']} CPUs, {results['date']}; batch 16, t→t+1", "",
+             "| loader | store | grid | dtype | training step | samples/s | GB/s of batches | "
+             "time waiting for data |",
+             "|---|---|---|---|---:|---:|---:|---:|"]
+    for r in results["runs"]:
+        lines.append(f"| {r['loader']} | {r['store']} | {r['grid']} | {r['dtype']} | "
+                     f"{r['step_s'] * 1000:.0f} ms | {r['samples_per_s']:.1f} | {r['batch_GBps']:.2f} | "
+                     + (f"{100 * r['wait_fraction']:.0f}% |" if r["step_s"] else "— (loader only) |"))
+    (out / "bench_loader.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,570 @@
+"""Training batches from a Zarr group: named-dimension samples, stacked channels, prefetch.
+
+A :class:`Loader` turns a group of ERA5-like arrays into batches of (x, y) pairs for forecasting:
+x holds the channels at times t-h+1 … t, y the same channels at t+lead … t+lead+k-1. Channels are
+declared in order — ``["2m_temperature", "u_component_of_wind@500", "data@z500", ...]`` — and
+read from the store as they are (no rewrite): ``name`` is a (time, lat, lon) array, ``name@500``
+picks level 500 of a (time, level, lat, lon) array by its coordinate, ``name@label`` picks a
+channel of a stacked (time, channel, lat, lon) array by its label (``channels`` attribute or
+coordinate). Every channel must share the grid.
+
+Each batch is one call into the C++ core: every (sample, time step, channel) region goes into
+one pipeline that reads, decodes (on the GPU for ``device="cuda"``) and scatters straight into
+the batch, fetching and decoding a chunk once even when several samples need it (x at t+1 is y
+at t). A background thread keeps ``prefetch`` batches ready; the consumer only waits when the
+store is slower than training.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from . import _core, _gpu
+from ._api import Array, Group, open as zf_open
+from .errors import ZarrflowError
+
+
+class LoaderError(ZarrflowError, ValueError):
+    """A dataset spec or loader setting that cannot work (unknown variable, window too large...)."""
+
+
+class MissingChunkError(ZarrflowError, LookupError):
+    """missing="error" and a batch touched chunks that are not stored."""
+
+
+# --------------------------------------------------------------------------------------------
+# Dataset spec: channels → (array, fixed indices), a common grid
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Channel:
+    name: str            # as declared: "u_component_of_wind@500"
+    array: Array
+    fixed: dict          # dim index → index (level / channel picked)
+    time_axis: int
+    spatial_axes: tuple  # the remaining axes, in order
+
+
+@dataclass
+class DatasetSpec:
+    group: Group
+    channels: list[Channel]
+    time_dim: str
+    spatial_dims: tuple[str, ...]
+    spatial_shape: tuple[int, ...]
+    ntime: int
+    times: np.ndarray | None = None
+
+    @classmethod
+    def build(cls, group: Group | str | os.PathLike, variables: Sequence[str], *,
+              time_dim: str = "time", level_dim: str = "level",
+              channel_dim: str = "channel") -> "DatasetSpec":
+        if not isinstance(group, Group):
+            group = zf_open(group)
+            if not isinstance(group, Group):
+                raise LoaderError("the loader reads a Zarr group (arrays and coordinates)")
+        if not variables:
+            raise LoaderError("no variables selected")
+        channels = [_resolve(group, v, time_dim, level_dim, channel_dim) for v in variables]
+        first = channels[0]
+        sdims = tuple(first.array.dims[a] for a in first.spatial_axes)
+        sshape = tuple(first.array.shape[a] for a in first.spatial_axes)
+        ntime = first.array.shape[first.time_axis]
+        for ch in channels[1:]:
+            dims = tuple(ch.array.dims[a] for a in ch.spatial_axes)
+            shape = tuple(ch.array.shape[a] for a in ch.spatial_axes)
+            if dims != sdims or shape != sshape:
+                raise LoaderError(f"variables do not share a grid: {first.name} is {dict(zip(sdims, sshape))}, "
+                                  f"{ch.name} is {dict(zip(dims, shape))}")
+            if ch.array.shape[ch.time_axis] != ntime:
+                raise LoaderError(f"variables differ in length along {time_dim!r}: {first.name} has "
+                                  f"{ntime}, {ch.name} has {ch.array.shape[ch.time_axis]}")
+        for ch in channels:
+            if ch.array.dtype != np.float32:
+                raise LoaderError(f"{ch.name} is {ch.array.dtype}; the loader reads float32 arrays")
+        times = group[time_dim][...] if time_dim in group.keys() else None
+        return cls(group, channels, time_dim, sdims, sshape, ntime, times)
+
+
+def _resolve(group: Group, spec: str, time_dim: str, level_dim: str, channel_dim: str) -> Channel:
+    name, _, pick = spec.partition("@")
+    if name not in group.keys():
+        raise LoaderError(f"unknown variable {name!r} (the group has: {', '.join(group.keys())})")
+    arr = group[name]
+    if not isinstance(arr, Array):
+        raise LoaderError(f"{name!r} is a group, not an array")
+    if arr.dims is None or any(d is None for d in arr.dims):
+        raise LoaderError(f"{name!r} has no dimension names (dimension_names / _ARRAY_DIMENSIONS)")
+    dims = list(arr.dims)
+    if time_dim not in dims:
+        raise LoaderError(f"{name!r} has no {time_dim!r} dimension (dims {tuple(dims)})")
+    fixed: dict[int, int] = {}
+    if pick:
+        if level_dim in dims:
+            axis = dims.index(level_dim)
+            coord = group[level_dim][...] if level_dim in group.keys() else np.arange(arr.shape[axis])
+            try:
+                value = float(pick)
+            except ValueError:
+                raise LoaderError(f"{spec!r}: {pick!r} is not a {level_dim} value") from None
+            hits = np.nonzero(np.asarray(coord, dtype=np.float64) == value)[0]
+            if not len(hits):
+                raise LoaderError(f"unknown {level_dim} {pick!r} for {name!r} (levels: {list(coord)})")
+            fixed[axis] = int(hits[0])
+        elif channel_dim in dims:
+            axis = dims.index(channel_dim)
+            labels = arr.attrs.get("channels")
+            if labels is None and channel_dim in group.keys():
+                labels = [str(x) for x in group[channel_dim][...]]
+            if labels is not None and pick in labels:
+                fixed[axis] = list(labels).index(pick)
+            elif pick.isdigit() and int(pick) < arr.shape[axis]:
+                fixed[axis] = int(pick)
+            else:
+                raise LoaderError(f"unknown {channel_dim} {pick!r} for {name!r} (labels: {labels})")
+        else:
+            raise LoaderError(f"{spec!r}: {name!r} has neither a {level_dim!r} nor a "
+                              f"{channel_dim!r} dimension to pick {pick!r} from")
+    else:
+        for d in (level_dim, channel_dim):
+            if d in dims:
+                raise LoaderError(f"{name!r} has a {d!r} dimension: say which one, e.g. {name}@…")
+    t_axis = dims.index(time_dim)
+    spatial = tuple(i for i in range(len(dims)) if i != t_axis and i not in fixed)
+    return Channel(spec, arr, fixed, t_axis, spatial)
+
+
+# --------------------------------------------------------------------------------------------
+# Sampling: valid times, deterministic shuffles, DDP shards
+# --------------------------------------------------------------------------------------------
+
+
+def valid_times(ntime: int, input_steps: int, lead: int, target_steps: int) -> np.ndarray:
+    """Times t with inputs t-h+1..t and targets t+lead..t+lead+k-1 inside [0, ntime)."""
+    if input_steps < 1 or target_steps < 0 or lead < 1:
+        raise LoaderError("need input_steps >= 1, lead >= 1 and target_steps >= 0")
+    first, last = input_steps - 1, ntime - 1 - (lead + target_steps - 1 if target_steps else 0)
+    if last < first:
+        raise LoaderError(f"a window of {input_steps} input and {target_steps} target steps "
+                          f"(lead {lead}) does not fit in {ntime} time steps")
+    return np.arange(first, last + 1)
+
+
+def epoch_order(samples: np.ndarray, *, seed: int, epoch: int, shuffle: str | bool,
+                block: int = 8, buffer: int = 64) -> np.ndarray:
+    """The order of one epoch, a function of (seed, epoch) only.
+
+    shuffle=True/"global": a permutation. shuffle="block": blocks of `block` neighbouring samples
+    are permuted, then mixed through a `buffer`-sized shuffle buffer — reads stay chunk-friendly
+    (neighbouring times share chunks) while batches still mix the whole epoch over time.
+    """
+    if not shuffle:
+        return samples.copy()
+    rng = np.random.default_rng([seed, epoch])
+    if shuffle is True or shuffle == "global":
+        return samples[rng.permutation(len(samples))]
+    if shuffle != "block":
+        raise LoaderError(f"shuffle must be False, True, 'global' or 'block', got {shuffle!r}")
+    blocks = [samples[i:i + block] for i in range(0, len(samples), block)]
+    stream = np.concatenate([blocks[i] for i in rng.permutation(len(blocks))]) if blocks else samples
+    out, pool = [], []
+    for s in stream:
+        pool.append(s)
+        if len(pool) >= buffer:
+            out.append(pool.pop(int(rng.integers(len(pool)))))
+    while pool:
+        out.append(pool.pop(int(rng.integers(len(pool)))))
+    return np.asarray(out, dtype=samples.dtype)
+
+
+def shard(order: np.ndarray, rank: int, world_size: int, drop_last: bool) -> np.ndarray:
+    """Rank `rank`'s disjoint share; every rank gets the same count (truncate or pad by wrap)."""
+    if not 0 <= rank < world_size:
+        raise LoaderError(f"rank {rank} is not in [0, {world_size})")
+    n = len(order)
+    if drop_last:
+        order = order[: n // world_size * world_size]
+    elif n % world_size:
+        order = np.concatenate([order, order[: world_size - n % world_size]])
+    return order[rank::world_size]
+
+
+# --------------------------------------------------------------------------------------------
+# The loader
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stats:
+    batches: int = 0
+    samples: int = 0
+    batch_bytes: int = 0          # bytes of the float32 batches assembled
+    stored_bytes: int = 0         # compressed bytes read
+    chunks: int = 0
+    deduplicated: int = 0         # chunk reads saved because samples shared a chunk
+    missing: int = 0
+    gpu_decoded: int = 0
+    cpu_decoded: int = 0
+    nans: int = 0
+    read_s: float = 0.0           # time the producer spent reading + assembling
+    wait_s: float = 0.0           # time the consumer waited for a batch
+    queue_depth: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k != "queue_depth"}
+        d["mean_queue_depth"] = float(np.mean(self.queue_depth)) if self.queue_depth else 0.0
+        d["batch_GBps"] = self.batch_bytes / 1e9 / self.read_s if self.read_s else 0.0
+        return d
+
+
+_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+
+
+class Loader:
+    """Iterable of batches ``{"x", "y", "time"}`` from a Zarr group. See the module docstring.
+
+    Parameters: ``store`` (path or Group), ``variables`` (channel list), ``batch_size``,
+    ``input_steps`` h, ``lead``, ``target_steps`` k, ``layout`` ("BCHW" needs h == k == 1, or
+    "BTCHW"), ``crop`` ({dim: (start, stop)} on the spatial dims), ``dtype`` (float32, bfloat16,
+    float16), ``normalize`` (None, {"mean": [...], "std": [...]} per channel, or a path to a
+    stats JSON from :func:`compute_stats`), ``device`` ("cuda", "cuda:N" or "cpu"), ``output``
+    ("torch", "cupy", "jax", "numpy" or "zarrflow"), ``shuffle`` (False, True/"global",
+    "block"), ``seed``, ``rank``/``world_size`` (default: torch.distributed when initialised),
+    ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``missing`` ("fill" or
+    "error"), ``gpu_decode``, ``threads``, ``progress`` (print a rate line every N batches).
+    """
+
+    def __init__(self, store: Any, variables: Sequence[str], *, batch_size: int = 16,
+                 input_steps: int = 1, lead: int = 1, target_steps: int = 1, layout: str = "BCHW",
+                 crop: dict | None = None, dtype: str = "float32", normalize: Any = None,
+                 device: str = "cuda", output: str = "torch", shuffle: Any = True, seed: int = 0,
+                 rank: int | None = None, world_size: int | None = None, drop_last: bool = True,
+                 prefetch: int = 2, missing: str = "fill", gpu_decode: str = "auto",
+                 threads: int | None = None, time_dim: str = "time", level_dim: str = "level",
+                 channel_dim: str = "channel", block: int = 8, buffer: int = 64,
+                 progress: int = 0):
+        self.spec = DatasetSpec.build(store, variables, time_dim=time_dim, level_dim=level_dim,
+                                      channel_dim=channel_dim)
+        if batch_size < 1:
+            raise LoaderError("batch_size must be >= 1")
+        if layout not in ("BCHW", "BTCHW"):
+            raise LoaderError(f"layout must be 'BCHW' or 'BTCHW', got {layout!r}")
+        if layout == "BCHW" and (input_steps != 1 or target_steps > 1):
+            raise LoaderError("layout 'BCHW' holds one time step: use 'BTCHW' for input_steps or "
+                              "target_steps > 1")
+        if dtype not in _DTYPES:
+            raise LoaderError(f"dtype must be one of {list(_DTYPES)}, got {dtype!r}")
+        if missing not in ("fill", "error"):
+            raise LoaderError(f"missing must be 'fill' or 'error', got {missing!r}")
+        if output not in ("torch", "cupy", "jax", "numpy", "zarrflow"):
+            raise LoaderError(f"unknown output {output!r}")
+        kind, self.device_id = _gpu.parse_device(device)
+        self.on_gpu = kind == "cuda"
+        if self.on_gpu:
+            _gpu.configure()
+            if not _gpu.cuda_available():
+                raise LoaderError(f"device={device!r} but no GPU can be used: {_gpu.cuda_status()}")
+        if output == "numpy" and self.on_gpu:
+            raise LoaderError("output='numpy' needs device='cpu'")
+        self.batch_size, self.h, self.lead, self.k = batch_size, input_steps, lead, target_steps
+        self.layout, self.dtype, self.output, self.missing = layout, dtype, output, missing
+        self.shuffle, self.seed, self.block, self.buffer = shuffle, seed, block, buffer
+        self.drop_last, self.prefetch, self.gpu_decode = drop_last, max(1, prefetch), gpu_decode
+        self.progress = progress
+        self.crop = self._crop(crop or {})
+        self.samples = valid_times(self.spec.ntime, input_steps, lead, target_steps)
+        self.rank, self.world_size = _rank_world(rank, world_size)
+        self.norm = self._normalization(normalize)
+        from ._threads import make_executor
+
+        self._executor = make_executor(threads)
+        self._pid = os.getpid()
+        self.epoch = 0
+        self._resume = 0           # batches of self.epoch already consumed (state_dict)
+        self._position = 0
+        self.stats_ = Stats()
+        if len(self) == 0:
+            raise LoaderError(f"no batches: {len(self.samples)} samples over {self.world_size} "
+                              f"ranks with batch_size {batch_size} and drop_last={drop_last}")
+
+    # --- configuration helpers -----------------------------------------------------------
+    def _crop(self, crop: dict) -> list[tuple[int, int]]:
+        crop = dict(crop)  # the caller's dict stays as it was
+        out = []
+        for d, n in zip(self.spec.spatial_dims, self.spec.spatial_shape):
+            lo, hi = crop.pop(d, (0, n))
+            if not 0 <= lo < hi <= n:
+                raise LoaderError(f"crop {d}=({lo}, {hi}) is outside [0, {n}] or empty")
+            out.append((int(lo), int(hi)))
+        if crop:
+            raise LoaderError(f"unknown crop dims {list(crop)} (spatial dims: {self.spec.spatial_dims})")
+        return out
+
+    def _normalization(self, normalize: Any) -> tuple[list[float], list[float]] | None:
+        if normalize is None:
+            return None
+        if isinstance(normalize, (str, os.PathLike)):
+            normalize = json.loads(open(normalize).read())
+        names = [c.name for c in self.spec.channels]
+        if "channels" in normalize:
+            idx = [normalize["channels"].index(n) if n in normalize["channels"] else -1 for n in names]
+            if min(idx) < 0:
+                raise LoaderError(f"stats lack channels {[n for n, i in zip(names, idx) if i < 0]}")
+            mean = [normalize["mean"][i] for i in idx]
+            std = [normalize["std"][i] for i in idx]
+        else:
+            mean, std = list(normalize["mean"]), list(normalize["std"])
+        if len(mean) != len(names) or len(std) != len(names):
+            raise LoaderError(f"normalize needs {len(names)} means and stds")
+        if any(s <= 0 for s in std):
+            raise LoaderError("normalize std values must be positive")
+        return [float(m) for m in mean], [float(s) for s in std]
+
+    # --- sizes ------------------------------------------------------------------------------
+    @property
+    def channels(self) -> list[str]:
+        return [c.name for c in self.spec.channels]
+
+    @property
+    def spatial_shape(self) -> tuple[int, ...]:
+        return tuple(hi - lo for lo, hi in self.crop)
+
+    def __len__(self) -> int:
+        n = len(shard(self.samples, self.rank, self.world_size, self.drop_last))
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    # --- epochs and resume ------------------------------------------------------------------
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+        self._resume = 0
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "position": self._position, "seed": self.seed}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("seed", self.seed) != self.seed:
+            raise LoaderError("state was saved with another seed")
+        self.epoch, self._resume = int(state["epoch"]), int(state["position"])
+
+    def batches(self, epoch: int | None = None) -> list[np.ndarray]:
+        """The sample times of every batch of this rank for `epoch`."""
+        e = self.epoch if epoch is None else epoch
+        order = epoch_order(self.samples, seed=self.seed, epoch=e, shuffle=self.shuffle,
+                            block=self.block, buffer=self.buffer)
+        mine = shard(order, self.rank, self.world_size, self.drop_last)
+        out = [mine[i:i + self.batch_size] for i in range(0, len(mine), self.batch_size)]
+        if self.drop_last and out and len(out[-1]) < self.batch_size:
+            out.pop()
+        return out
+
+    # --- reading ----------------------------------------------------------------------------
+    def _requests(self, times: np.ndarray, steps: int) -> list[tuple]:
+        """One region per (sample, step, channel) into a float32 [B, steps, C, *spatial] buffer."""
+        C = len(self.spec.channels)
+        inner = int(np.prod(self.spatial_shape))
+        spatial_strides = []
+        acc = 1
+        for n in reversed(self.spatial_shape):
+            spatial_strides.insert(0, acc)
+            acc *= n
+        reqs = []
+        offsets = [-(self.h - 1) + j for j in range(self.h)] + [self.lead + j for j in range(self.k)]
+        for b, t in enumerate(times):
+            for s, off in enumerate(offsets):
+                for c, ch in enumerate(self.spec.channels):
+                    nd = ch.array.ndim
+                    start, count, dstr = [0] * nd, [1] * nd, [0] * nd
+                    start[ch.time_axis] = int(t) + off
+                    for axis, idx in ch.fixed.items():
+                        start[axis] = idx
+                    for axis, (lo, hi), st in zip(ch.spatial_axes, self.crop, spatial_strides):
+                        start[axis], count[axis], dstr[axis] = lo, hi - lo, st
+                    offset = ((b * steps + s) * C + c) * inner
+                    reqs.append((ch.array._h, start, count, [1] * nd, offset, dstr))
+        return reqs
+
+    def _produce(self, times: np.ndarray) -> dict:
+        steps = self.h + self.k
+        C = len(self.spec.channels)
+        shape = [len(times), steps, C, *self.spatial_shape]
+        dev = "cuda" if self.on_gpu else "cpu"
+        t0 = time.perf_counter()
+        raw = _core.empty_tensor(shape, "float32", dev, self.device_id)
+        report = _core.read_batch(self._requests(times, steps), raw, None, self.gpu_decode, "auto",
+                                  self._executor)
+        if report:
+            _gpu.say_once(report.get("notes", []))
+            if self.missing == "error" and report["missing"]:
+                raise MissingChunkError(f"{report['missing']} chunks of this batch are not stored "
+                                        f"(times {list(map(int, times))})")
+        out, nans = raw, 0
+        inner = int(np.prod(self.spatial_shape))
+        if self.norm is not None or self.dtype != "float32":
+            mean, std = self.norm if self.norm else ([0.0] * C, [1.0] * C)
+            if self.on_gpu:
+                out = _core.empty_tensor(shape, self.dtype, dev, self.device_id)
+                nans = _core.normalize_cast(raw, out, mean, std, inner)
+            else:
+                a = np.from_dlpack(raw)
+                nans = int(np.isnan(a).sum())
+                # The same arithmetic as the GPU kernel: (x - mean) * (1 / std) in float32.
+                m = np.asarray(mean, np.float32)[None, None, :, None]
+                inv = (np.float32(1) / np.asarray(std, np.float32))[None, None, :, None]
+                a = ((a.reshape(shape[:3] + [inner]) - m) * inv).reshape(shape)
+                out = a.astype(_numpy_dtype(self.dtype))
+        else:
+            if not self.on_gpu:
+                nans = int(np.isnan(np.from_dlpack(raw)).sum())
+        st = self.stats_
+        st.read_s += time.perf_counter() - t0
+        st.batches += 1
+        st.samples += len(times)
+        st.batch_bytes += int(np.prod(shape)) * 4
+        st.nans += int(nans)
+        for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes"):
+            if report and key in report:
+                setattr(st, key, getattr(st, key) + report[key])
+        return {"raw": out, "times": times}
+
+    def _convert(self, item: dict) -> dict:
+        t = item["raw"]
+        if isinstance(t, np.ndarray):
+            full = t
+        elif self.output == "torch":
+            import torch
+
+            full = torch.from_dlpack(t)
+        elif self.output == "cupy":
+            import cupy
+
+            full = cupy.from_dlpack(t)
+        elif self.output == "jax":
+            import jax
+
+            full = jax.dlpack.from_dlpack(t)
+        elif self.output == "numpy":
+            full = np.from_dlpack(t)
+        else:
+            return {"raw": t, "time": item["times"]}
+        x, y = full[:, : self.h], full[:, self.h:]
+        if self.layout == "BCHW":
+            x = x[:, 0]
+            y = y[:, 0] if self.k == 1 else y
+        out = {"x": x, "time": item["times"]}
+        if self.k:
+            out["y"] = y
+        return out
+
+    def __iter__(self) -> Iterator[dict]:
+        if os.getpid() != self._pid and self.on_gpu:
+            raise RuntimeError("this zarrflow Loader (device='cuda') was created in another "
+                               "process: CUDA does not survive fork. Create the loader inside the "
+                               "worker, or use it with num_workers=0 (it prefetches on its own).")
+        batches = self.batches()[self._resume:]
+        self._position = self._resume
+        self._resume = 0
+        q: queue.Queue = queue.Queue(maxsize=self.prefetch)
+        stop = threading.Event()
+        done = object()
+
+        def producer() -> None:
+            try:
+                for times in batches:
+                    if stop.is_set():
+                        return
+                    q.put(self._produce(times))
+                q.put(done)
+            except BaseException as e:  # handed to the consumer, which re-raises it
+                q.put(e)
+
+        worker = threading.Thread(target=producer, name="zarrflow-loader", daemon=True)
+        worker.start()
+        t_start = time.perf_counter()
+        total = self._position + len(batches)
+        try:
+            while True:
+                t0 = time.perf_counter()
+                self.stats_.queue_depth.append(q.qsize())
+                item = q.get()
+                self.stats_.wait_s += time.perf_counter() - t0
+                if item is done:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                self._position += 1
+                if self.progress and self._position % self.progress == 0:
+                    dt = time.perf_counter() - t_start
+                    print(f"zarrflow loader: {self._position}/{total} batches, "
+                          f"{self.stats_.samples / dt:.1f} samples/s, "
+                          f"{self.stats_.batch_bytes / 1e9 / dt:.2f} GB/s", flush=True)
+                yield self._convert(item)
+        finally:
+            stop.set()
+            while worker.is_alive():
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    worker.join(0.05)
+
+    def stats(self) -> dict:
+        """Counters since the loader was made: bytes, chunks, cache of shared chunks, waits."""
+        return self.stats_.as_dict()
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _rank_world(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    if rank is not None and world_size is not None:
+        return int(rank), int(world_size)
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return (dist.get_rank() if rank is None else rank,
+                    dist.get_world_size() if world_size is None else world_size)
+    except ImportError:
+        pass
+    return (rank or 0), (world_size or 1)
+
+
+def compute_stats(store: Any, variables: Sequence[str], *, every: int = 1, path: str | None = None,
+                  **spec_kw: Any) -> dict:
+    """Per-channel mean and std over the time steps (every `every`-th), in float64; NaNs skipped.
+    Saved as JSON to `path` when given; pass the dict or the path as Loader(normalize=...)."""
+    spec = DatasetSpec.build(store, variables, **spec_kw)
+    mean, std = [], []
+    for ch in spec.channels:
+        total = sq = count = 0.0
+        for t in range(0, spec.ntime, every):
+            key = [slice(None)] * ch.array.ndim
+            key[ch.time_axis] = t
+            for axis, idx in ch.fixed.items():
+                key[axis] = idx
+            a = ch.array[tuple(key)].astype(np.float64)
+            a = a[~np.isnan(a)]
+            total += a.sum()
+            sq += (a * a).sum()
+            count += a.size
+        m = total / max(count, 1)
+        mean.append(m)
+        std.append(float(np.sqrt(max(sq / max(count, 1) - m * m, 0.0))) or 1.0)
+    stats = {"channels": [c.name for c in spec.channels], "mean": mean, "std": std}
+    if path:
+        with open(path, "w") as f:
+            json.dump(stats, f, indent=2)
+    return stats

@@ -1,0 +1,48 @@
+"""PyTorch adapter: an IterableDataset over a zarrflow Loader.
+
+    ds = zarrflow.torch.Dataset("era5.zarr", ["2m_temperature", "u_component_of_wind@500"],
+                                batch_size=16, device="cuda")
+    for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0): ...
+
+The loader batches, prefetches and decodes on its own, so DataLoader needs no worker processes
+(batch_size=None, num_workers=0). Rank and world size come from torch.distributed when it is
+initialised. set_epoch / state_dict / load_state_dict give deterministic shuffles and mid-epoch
+resume.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+import torch.utils.data
+
+from .loader import Loader
+
+
+class Dataset(torch.utils.data.IterableDataset):
+    def __init__(self, store: Any, variables: Sequence[str], **kwargs: Any):
+        super().__init__()
+        kwargs.setdefault("output", "torch")
+        self.loader = Loader(store, variables, **kwargs)
+
+    def __iter__(self) -> Iterator[dict]:
+        info = torch.utils.data.get_worker_info()
+        if info is not None and info.num_workers > 0:
+            raise RuntimeError("zarrflow.torch.Dataset prefetches and decodes by itself: use "
+                               "DataLoader(ds, batch_size=None, num_workers=0)")
+        return iter(self.loader)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.loader.set_epoch(epoch)
+
+    def state_dict(self) -> dict:
+        return self.loader.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.loader.load_state_dict(state)
+
+    def stats(self) -> dict:
+        return self.loader.stats()

@@ -1,0 +1,79 @@
+"""The batch loader on the GPU (marked `gpu`; skips without one): batches equal the CPU loader's,
+shared chunks are fetched and decoded once, normalisation/casting on the GPU, PyTorch adapter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zarrflow
+
+from test_loader import LEVELS, NLAT, NLON, NT, VARS, expected, store  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.gpu
+if not zarrflow.cuda_available():
+    pytest.skip(f"no usable GPU: {zarrflow.cuda_status()}", allow_module_level=True)
+torch = pytest.importorskip("torch")
+
+
+def cpu_and_gpu(store, **kw):
+    cpu = zarrflow.Loader(store, VARS, device="cpu", output="numpy", **kw)
+    gpu = zarrflow.Loader(store, VARS, device="cuda", output="torch", **kw)
+    return cpu, gpu
+
+
+@pytest.mark.parametrize("kw", [
+    dict(batch_size=4, shuffle=False),
+    dict(batch_size=3, shuffle="block", seed=5, input_steps=2, target_steps=2, layout="BTCHW",
+         crop={"latitude": (1, 7), "longitude": (2, 12)}),
+])
+def test_gpu_batches_equal_cpu_batches(store, kw):
+    cpu, gpu = cpu_and_gpu(store, **kw)
+    for a, b in zip(cpu, gpu, strict=True):
+        assert b["x"].is_cuda and b["x"].dtype == torch.float32
+        assert np.array_equal(a["time"], b["time"])
+        for k in ("x", "y"):
+            assert np.array_equal(a[k].view(np.uint32), b[k].cpu().numpy().view(np.uint32)), k
+    st = gpu.stats()
+    assert st["gpu_decoded"] > 0 and st["cpu_decoded"] == 0
+    assert st["missing"] > 0  # the missing u@850 chunk, filled with NaN
+
+
+def test_shared_chunks_are_read_once(store):
+    gpu = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False)
+    list(gpu)
+    st = gpu.stats()
+    # consecutive samples: x at t+1 is y at t, so 3 of every 4 samples' targets are shared
+    assert st["deduplicated"] >= 3 * len(VARS) * st["batches"]
+
+
+def test_missing_error_policy(store):
+    gpu = zarrflow.Loader(store, ["u@850"], device="cuda", batch_size=4, shuffle=False,
+                          missing="error")
+    with pytest.raises(zarrflow.MissingChunkError, match="not stored"):
+        list(gpu)
+
+
+def test_gpu_normalise_and_cast_match_cpu(store):
+    stats = zarrflow.compute_stats(store, VARS)
+    for dtype, tdtype in (("bfloat16", torch.bfloat16), ("float16", torch.float16),
+                          ("float32", torch.float32)):
+        cpu, gpu = cpu_and_gpu(store, batch_size=4, shuffle=False, normalize=stats, dtype=dtype)
+        for a, b in zip(cpu, gpu, strict=True):
+            assert b["x"].dtype == tdtype
+            x = b["x"].float().cpu().numpy()
+            want = a["x"].astype(np.float32)
+            np.testing.assert_allclose(x, want, rtol=2 ** -7, atol=1e-6, equal_nan=True)
+        assert gpu.stats()["nans"] == cpu.stats()["nans"] > 0
+
+
+def test_torch_dataset_adapter(store):
+    import zarrflow.torch as zt
+
+    ds = zt.Dataset(store, VARS, device="cuda", batch_size=4, seed=1)
+    ds.set_epoch(2)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    batches = list(dl)
+    assert len(batches) == len(ds)
+    assert batches[0]["x"].shape == (4, len(VARS), NLAT, NLON)
+    assert ds.state_dict()["epoch"] == 2
