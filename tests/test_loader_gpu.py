@@ -77,3 +77,22 @@ def test_torch_dataset_adapter(store):
     assert len(batches) == len(ds)
     assert batches[0]["x"].shape == (4, len(VARS), NLAT, NLON)
     assert ds.state_dict()["epoch"] == 2
+
+
+def test_gpu_chunk_cache_serves_later_epochs(store):
+    plain = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False)
+    cached = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False, cache_gb=1)
+    first = [b["x"].cpu().numpy() for b in cached]
+    hits = cached.stats()["cache_hits"]
+    second = [b["x"].cpu().numpy() for b in cached]
+    assert cached.stats()["cache_hits"] > hits
+    ref = [b["x"].cpu().numpy() for b in plain]
+    for a, b, c in zip(first, second, ref, strict=True):
+        assert np.array_equal(a.view(np.uint32), c.view(np.uint32))
+        assert np.array_equal(b.view(np.uint32), c.view(np.uint32))
+    st = cached.cache.stats()
+    assert st["entries"] > 0 and 0 < st["bytes"] <= st["budget"]
+    tiny = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False,
+                           cache_gb=2e-6)  # 2 KB: evicts constantly, results unchanged
+    for b, c in zip(tiny, ref, strict=True):
+        assert np.array_equal(b["x"].cpu().numpy().view(np.uint32), c.view(np.uint32))

@@ -288,7 +288,8 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 // dest element offset, dest element strides). GPU targets go through one DeviceReader pipeline
 // (chunks shared by several requests fetched and decoded once); host targets through read_many.
 nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::optional<std::uintptr_t> stream,
-                    const std::string& decode, const std::string& io, Executor* exec) {
+                    const std::string& decode, const std::string& io, Executor* exec,
+                    nb::handle cache) {
   const auto& st = *target.state;
   const std::int64_t elem = st.dtype.size;
   std::vector<std::shared_ptr<Array>> keep;
@@ -325,6 +326,7 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::opt
   opts.decode = decode == "on" ? gpu::GpuDecode::kOn
                 : decode == "off" ? gpu::GpuDecode::kOff : gpu::GpuDecode::kAuto;
   opts.io = io == "direct" ? gpu::IoPath::kDirect : gpu::IoPath::kAuto;
+  if (!cache.is_none()) opts.cache = nb::cast<gpu::DeviceChunkCache*>(cache);
   const ReadOptions host = read_options(exec);
   opts.pool = host.pool;
   opts.buffers = host.buffers;
@@ -343,6 +345,7 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::opt
   out["gpu_decoded"] = report.gpu_decoded;
   out["cpu_decoded"] = report.cpu_decoded;
   out["deduplicated"] = report.deduplicated;
+  out["cache_hits"] = report.cache_hits;
   out["stored_bytes"] = report.stored_bytes;
   nb::list notes;
   for (const auto& n : report.notes) notes.append(n);
@@ -352,6 +355,7 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::opt
   (void)decode;
   (void)io;
   (void)stream;
+  (void)cache;
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
 }
@@ -465,7 +469,25 @@ NB_MODULE(_core, m) {
 
   m.def("empty_tensor", &empty_tensor, "shape"_a, "dtype"_a, "device"_a, "device_id"_a = 0);
   m.def("read_batch", &read_batch, "requests"_a, "target"_a, "stream"_a = nb::none(),
-        "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none());
+        "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(),
+        "cache"_a = nb::none());
+#ifdef ZARRFLOW_HAVE_CUDA
+  nb::class_<gpu::DeviceChunkCache>(m, "DeviceChunkCache",
+                                    "Compressed chunks kept in GPU memory across reads")
+      .def(nb::init<std::uint64_t>(), "budget_bytes"_a)
+      .def("clear", &gpu::DeviceChunkCache::clear)
+      .def("stats", [](const gpu::DeviceChunkCache& c) {
+        const auto s = c.stats();
+        nb::dict d;
+        d["hits"] = s.hits;
+        d["misses"] = s.misses;
+        d["entries"] = s.entries;
+        d["evictions"] = s.evictions;
+        d["bytes"] = s.bytes;
+        d["budget"] = s.budget;
+        return d;
+      });
+#endif
   m.def("normalize_cast",
         [](const py::Tensor& src, const py::Tensor& dst, const std::vector<float>& mean,
            const std::vector<float>& stdev, std::int64_t inner,

@@ -211,6 +211,7 @@ class Stats:
     stored_bytes: int = 0         # compressed bytes read
     chunks: int = 0
     deduplicated: int = 0         # chunk reads saved because samples shared a chunk
+    cache_hits: int = 0           # chunks served from the GPU cache of compressed chunks
     missing: int = 0
     gpu_decoded: int = 0
     cpu_decoded: int = 0
@@ -240,7 +241,8 @@ class Loader:
     ("torch", "cupy", "jax", "numpy" or "zarrflow"), ``shuffle`` (False, True/"global",
     "block"), ``seed``, ``rank``/``world_size`` (default: torch.distributed when initialised),
     ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``missing`` ("fill" or
-    "error"), ``gpu_decode``, ``threads``, ``progress`` (print a rate line every N batches).
+    "error"), ``gpu_decode``, ``threads``, ``progress`` (print a rate line every N batches),
+    ``cache_gb`` (GPU memory for compressed chunks kept across epochs; 0 = no cache).
     """
 
     def __init__(self, store: Any, variables: Sequence[str], *, batch_size: int = 16,
@@ -251,7 +253,7 @@ class Loader:
                  prefetch: int = 2, missing: str = "fill", gpu_decode: str = "auto",
                  threads: int | None = None, time_dim: str = "time", level_dim: str = "level",
                  channel_dim: str = "channel", block: int = 8, buffer: int = 64,
-                 progress: int = 0):
+                 progress: int = 0, cache_gb: float = 0.0):
         self.spec = DatasetSpec.build(store, variables, time_dim=time_dim, level_dim=level_dim,
                                       channel_dim=channel_dim)
         if batch_size < 1:
@@ -287,6 +289,8 @@ class Loader:
         from ._threads import make_executor
 
         self._executor = make_executor(threads)
+        # Compressed chunks kept on the GPU: later epochs skip storage and PCIe.
+        self.cache = _core.DeviceChunkCache(int(cache_gb * 1e9)) if cache_gb > 0 and self.on_gpu else None
         self._pid = os.getpid()
         self.epoch = 0
         self._resume = 0           # batches of self.epoch already consumed (state_dict)
@@ -400,7 +404,7 @@ class Loader:
         t0 = time.perf_counter()
         raw = _core.empty_tensor(shape, "float32", dev, self.device_id)
         report = _core.read_batch(self._requests(times, steps), raw, None, self.gpu_decode, "auto",
-                                  self._executor)
+                                  self._executor, self.cache)
         if report:
             _gpu.say_once(report.get("notes", []))
             if self.missing == "error" and report["missing"]:
@@ -430,7 +434,8 @@ class Loader:
         st.samples += len(times)
         st.batch_bytes += int(np.prod(shape)) * 4
         st.nans += int(nans)
-        for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes"):
+        for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
+                    "cache_hits"):
             if report and key in report:
                 setattr(st, key, getattr(st, key) + report[key])
         return {"raw": out, "times": times}

@@ -27,12 +27,56 @@
 #include <string>
 #include <vector>
 
+#include <list>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "zarrflow/codec/gpu/blosc_plan.h"
+#include "zarrflow/codec/gpu/framing.h"
 #include "zarrflow/core/gpu/device_memory.h"
 #include "zarrflow/zarr/array.h"
 
 namespace zarrflow::gpu {
 
 enum class GpuDecode : std::uint8_t { kAuto, kOn, kOff };
+
+// A stored chunk kept on the GPU: its bytes as read, and what host validation found in them.
+struct CachedChunk {
+  GpuBuffer bytes;
+  std::uint64_t stored_size = 0;
+  Payload payload;
+  std::optional<BloscPlan> blosc;
+};
+
+// Compressed chunks kept in GPU memory across reads, so that later epochs skip storage, the
+// host and PCIe: a hit goes straight to the GPU decoders. Least-recently-used chunks are evicted
+// to stay within the byte budget. Entries are keyed by the store's name for the value (full path
+// plus byte range), and the store is assumed not to change while its chunks are cached.
+// Thread-safe.
+class DeviceChunkCache {
+ public:
+  explicit DeviceChunkCache(std::uint64_t budget_bytes) : budget_(budget_bytes) {}
+  std::shared_ptr<const CachedChunk> find(const std::string& key);
+  void insert(const std::string& key, std::shared_ptr<const CachedChunk> chunk);
+  void erase(const std::string& key);
+  void clear();
+
+  struct Stats {
+    std::int64_t hits = 0, misses = 0, entries = 0, evictions = 0;
+    std::uint64_t bytes = 0, budget = 0;
+  };
+  Stats stats() const;
+
+ private:
+  using Lru = std::list<std::pair<std::string, std::shared_ptr<const CachedChunk>>>;
+  mutable std::mutex mu_;
+  Lru lru_;  // most recent first
+  std::unordered_map<std::string, Lru::iterator> index_;
+  std::uint64_t budget_;
+  std::uint64_t bytes_ = 0;
+  std::int64_t hits_ = 0, misses_ = 0, evictions_ = 0;
+};
 // kAuto/kPinned: buffered pread into pinned staging. kDirect: O_DIRECT into pinned staging (no
 // page cache: measured slower than buffered reads on our virtio test host, so opt-in).
 // kCuFile: GPUDirect Storage for uncompressed chunks.
@@ -45,6 +89,7 @@ struct DeviceReadOptions {
   IoPath io = IoPath::kAuto;
   cudaStream_t stream = nullptr;  // the caller's stream (null = the legacy default stream)
   CoalesceOptions coalesce;
+  DeviceChunkCache* cache = nullptr;  // optional GPU cache of compressed chunks
   // Compressed bytes staged per batch; 0 = chosen per codec (256 MB, or 2 GB for chains decoded
   // by nvCOMP's zstd/deflate, which need hundreds of chunks per call to fill the GPU).
   std::uint64_t batch_bytes = 0;
@@ -56,6 +101,7 @@ struct DeviceReadReport {
   std::int64_t gpu_decoded = 0;
   std::int64_t cpu_decoded = 0;    // decoded on the CPU, then copied up
   std::int64_t deduplicated = 0;  // chunks several requests shared: fetched and decoded once
+  std::int64_t cache_hits = 0;    // chunks taken from the GPU chunk cache (no read, no copy)
   std::uint64_t stored_bytes = 0;  // compressed bytes read
   std::uint64_t h2d_bytes = 0;     // bytes copied host → device
   std::int64_t direct_reads = 0;   // chunks read with O_DIRECT (they were not in the page cache)

@@ -50,6 +50,8 @@ struct Item {
   // (x at t+1 is y at t) and scatter from the first one's decoded copy.
   std::int64_t dup_of = -1;
   std::byte* d_decoded = nullptr;  // the whole decoded chunk on the GPU (set while enqueuing)
+  std::shared_ptr<const CachedChunk> cached;  // its stored bytes are already on the GPU
+  std::string cache_key;
 };
 
 std::uint64_t decoded_size(const Item& it) {
@@ -144,6 +146,8 @@ struct Batch {
   std::vector<std::uint32_t> slot_item;  // status slot → item index
   Event done;
   Event t0, t1, t2;  // timing: before the copies up, after them, after decoding
+  // Chunks to add to the GPU cache once this batch has completed (and decoded without error).
+  std::vector<std::pair<std::size_t, std::shared_ptr<CachedChunk>>> to_cache;
   bool enqueued = false;
 };
 
@@ -294,10 +298,25 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
       it.cpu_reason = it.program->reason;
     }
   }
+  // GPU cache hits need no read, no host work and no copy.
+  if (opt_.cache != nullptr) {
+    for (auto& it : items_) {
+      if (it.mode != Mode::kGpu || it.dup_of >= 0) continue;
+      it.cache_key = it.arr->store().describe_key(it.key);
+      if (it.range)
+        it.cache_key += "#" + std::to_string(it.range->offset) + "+" + std::to_string(it.range->length);
+      if (auto hit = opt_.cache->find(it.cache_key)) {
+        it.cached = std::move(hit);
+        it.payload = it.cached->payload;
+        it.blosc = it.cached->blosc;
+        ++report_.cache_hits;
+      }
+    }
+  }
   // Sizes of whole values (one fstat each, in parallel); missing values become fills.
   ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, items_.size(), [&](std::size_t i) -> Status {
     Item& it = items_[i];
-    if (it.mode == Mode::kFill) return {};
+    if (it.mode == Mode::kFill || it.cached) return {};
     if (it.range) {
       it.stored_size = it.range->length;
       return {};
@@ -360,7 +379,7 @@ Status ReadOp::fetch(Batch& b) {
   std::uint64_t total = 0, direct_total = 0;
   for (std::size_t idx : b.items) {
     Item& it = items_[idx];
-    if (it.mode == Mode::kFill || it.dup_of >= 0) continue;
+    if (it.mode == Mode::kFill || it.dup_of >= 0 || it.cached) continue;
     it.direct = cufile != nullptr && it.mode == Mode::kGpu && !it.range &&
                 dynamic_cast<const FileStore*>(&it.arr->store()) != nullptr &&
                 it.program->codec == GpuCodec::kNone && !it.program->crc32c;
@@ -388,7 +407,7 @@ Status ReadOp::fetch(Batch& b) {
   std::atomic<std::int64_t> direct_reads{0};
   ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
-    if (it.mode == Mode::kFill || it.dup_of >= 0) return {};
+    if (it.mode == Mode::kFill || it.dup_of >= 0 || it.cached) return {};
     const auto* files = dynamic_cast<const FileStore*>(&it.arr->store());
     if (it.direct)
       return annotate(it, cufile->read(files->root() + "/" + it.key,
@@ -481,7 +500,7 @@ Status ReadOp::prepare(Batch& b) {
   const std::byte* staged = b.staging.data();
   ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
-    if (it.mode != Mode::kGpu || it.direct || it.dup_of >= 0) return {};
+    if (it.mode != Mode::kGpu || it.direct || it.dup_of >= 0 || it.cached) return {};
     return prepare_item(it, staged, nvcomp_);
   }));
   for (std::size_t idx : b.items) {
@@ -540,7 +559,7 @@ Status ReadOp::enqueue(Batch& b) {
   bool any_gpu = false;
   for (std::size_t idx : b.items) {
     const Item& it = items_[idx];
-    if (it.mode == Mode::kGpu && !it.direct) {
+    if (it.mode == Mode::kGpu && !it.direct && !it.cached) {
       staged_total = std::max(staged_total, it.staging_offset + it.stored_size);
       any_gpu = true;
     }
@@ -640,8 +659,9 @@ Status ReadOp::enqueue(Batch& b) {
     }
     ++report_.gpu_decoded;
     const std::uint64_t n = decoded_size(it);
-    const std::byte* src = it.direct ? b.d_direct.data() + it.direct_offset
-                                     : b.d_staging.data() + it.staging_offset + it.payload.offset;
+    const std::byte* src = it.cached   ? it.cached->bytes.data() + it.payload.offset
+                           : it.direct ? b.d_direct.data() + it.direct_offset
+                                       : b.d_staging.data() + it.staging_offset + it.payload.offset;
     std::byte* out = t.in_place ? t.enc_dest.data : b.d_out.data() + t.out_offset;
     const auto item = static_cast<std::uint32_t>(idx);
     switch (it.program->codec) {
@@ -746,6 +766,23 @@ Status ReadOp::enqueue(Batch& b) {
         cudaMemcpyAsync(b.d_staging.data(), staged, staged_total, cudaMemcpyHostToDevice, stream));
     report_.h2d_bytes += staged_total;
   }
+  if (opt_.cache != nullptr) {  // keep copies of the compressed bytes on the GPU
+    for (std::size_t idx : b.items) {
+      const Item& it = items_[idx];
+      if (it.mode != Mode::kGpu || it.cached || it.direct || it.dup_of >= 0 || it.cache_key.empty())
+        continue;
+      auto buf = device_.acquire(std::max<std::uint64_t>(it.stored_size, 1));
+      if (!buf.ok()) break;  // no room: read these again next time
+      ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buf->data(), b.d_staging.data() + it.staging_offset,
+                                              it.stored_size, cudaMemcpyDeviceToDevice, stream));
+      auto c = std::make_shared<CachedChunk>();
+      c->bytes = std::move(buf).value();
+      c->stored_size = it.stored_size;
+      c->payload = it.payload;
+      c->blosc = it.blosc;
+      b.to_cache.emplace_back(idx, std::move(c));
+    }
+  }
   if (b.cpu_host.data()) {
     ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.d_cpu.data(), b.cpu_host.data(), b.cpu_host.size(),
                                             cudaMemcpyHostToDevice, stream));
@@ -845,7 +882,10 @@ Status ReadOp::finish(Batch& b) {
   for (std::size_t idx : b.items)  // their copies scattered from a bad decode too
     if (items_[idx].dup_of >= 0 && failed.count(std::uint32_t(items_[idx].dup_of)))
       failed.insert(std::uint32_t(idx));
+  for (auto& [idx, chunk] : b.to_cache)  // complete now; never cache what failed to decode
+    if (!failed.count(std::uint32_t(idx))) opt_.cache->insert(items_[idx].cache_key, std::move(chunk));
   for (std::uint32_t idx : failed) {
+    if (opt_.cache != nullptr && !items_[idx].cache_key.empty()) opt_.cache->erase(items_[idx].cache_key);
     // The CPU decoder is the authority: it names what is wrong, or recovers the data.
     const Item& it = items_[idx];
     Status s = upload_cpu_decoded(it, b.staging.data());
@@ -860,6 +900,54 @@ Status ReadOp::finish(Batch& b) {
 }
 
 }  // namespace
+
+std::shared_ptr<const CachedChunk> DeviceChunkCache::find(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  lru_.splice(lru_.begin(), lru_, it->second);
+  ++hits_;
+  return it->second->second;
+}
+
+void DeviceChunkCache::insert(const std::string& key, std::shared_ptr<const CachedChunk> chunk) {
+  const std::uint64_t size = chunk->bytes.capacity();
+  std::lock_guard lock(mu_);
+  if (size > budget_ || index_.count(key)) return;
+  while (bytes_ + size > budget_ && !lru_.empty()) {
+    bytes_ -= lru_.back().second->bytes.capacity();
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+    ++evictions_;
+  }
+  lru_.emplace_front(key, std::move(chunk));
+  index_[key] = lru_.begin();
+  bytes_ += size;
+}
+
+void DeviceChunkCache::erase(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = index_.find(key);
+  if (it == index_.end()) return;
+  bytes_ -= it->second->second->bytes.capacity();
+  lru_.erase(it->second);
+  index_.erase(it);
+}
+
+void DeviceChunkCache::clear() {
+  std::lock_guard lock(mu_);
+  lru_.clear();
+  index_.clear();
+  bytes_ = 0;
+}
+
+DeviceChunkCache::Stats DeviceChunkCache::stats() const {
+  std::lock_guard lock(mu_);
+  return {hits_, misses_, static_cast<std::int64_t>(index_.size()), evictions_, bytes_, budget_};
+}
 
 DeviceReader::DeviceReader()
     : pinned_(MemoryKind::kPinned, std::size_t{8} << 30),
