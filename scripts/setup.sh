@@ -34,7 +34,7 @@ if [ ! -f "$stamp" ]; then
   # Build requirements (we build without isolation so the CMake build dir is reused) and the
   # extras the tests and the demo use: zarr-python, numcodecs and tensorstore as peers.
   "$VPY" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4" "numpy>=1.24" "ml_dtypes>=0.4" \
-    "pytest>=7" "zarr>=3.1" "numcodecs>=0.15" "tensorstore>=0.1.70"
+    "pytest>=7" "zarr>=3.1" "numcodecs>=0.15" "tensorstore>=0.1.70" "xarray>=2024.1"
   touch "$stamp"
 fi
 
