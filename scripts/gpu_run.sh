@@ -37,6 +37,7 @@ if [ "$WHAT" = test ] || [ "$WHAT" = all ] || [ "$WHAT" = loader ]; then
   echo "== Python tests (GPU, DLPack, real data, conformance)" | tee -a "$OUT/tests.log"
   timeout 420 python3 -m pytest -q -p no:cacheprovider -rA --tb=short tests/test_gpu.py \
     tests/test_dlpack.py tests/test_real_data.py tests/test_loader.py tests/test_loader_gpu.py \
+    tests/test_xarray_backend.py \
     >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR|decoded without error" "$OUT/pytest.log" | tail -30 | tee -a "$OUT/tests.log"
 fi

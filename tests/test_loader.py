@@ -204,3 +204,18 @@ def test_loader_without_gpu_says_why(store):
         pytest.skip("this machine has a GPU")
     with pytest.raises(LoaderError, match="no GPU"):
         zarrflow.Loader(store, VARS, device="cuda")
+
+
+def test_interpreter_exits_cleanly_mid_epoch(store):
+    """Leaving the interpreter with a loader mid-epoch (producer thread, queued batches) must
+    neither hang nor crash."""
+    import subprocess
+    import sys
+
+    code = (f"import zarrflow\n"
+            f"ld = zarrflow.Loader({str(store)!r}, {VARS!r}, batch_size=2, device='cpu', "
+            f"output='numpy', prefetch=2)\n"
+            f"it = iter(ld)\nnext(it)\nprint('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"

@@ -96,3 +96,36 @@ def test_gpu_chunk_cache_serves_later_epochs(store):
                            cache_gb=2e-6)  # 2 KB: evicts constantly, results unchanged
     for b, c in zip(tiny, ref, strict=True):
         assert np.array_equal(b["x"].cpu().numpy().view(np.uint32), c.view(np.uint32))
+
+
+def test_cuda_loader_refuses_to_run_after_fork(store):
+    import multiprocessing as mp
+
+    ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4)
+    next(iter(ld))  # CUDA is initialised in this process
+
+    def child(q):
+        try:
+            next(iter(ld))
+            q.put("no error")
+        except RuntimeError as e:
+            q.put(str(e))
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(60)
+    assert "CUDA does not survive fork" in q.get(timeout=5)
+
+
+def test_interpreter_exits_cleanly_with_gpu_batches_alive(store):
+    import subprocess
+    import sys
+
+    code = (f"import zarrflow, torch\n"
+            f"ld = zarrflow.Loader({str(store)!r}, {VARS!r}, batch_size=2, device='cuda', prefetch=2)\n"
+            f"it = iter(ld)\nb = next(it)\nx = b['x'] * 2\nprint('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("ok")

@@ -17,6 +17,7 @@ store is slower than training.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import queue
@@ -228,6 +229,25 @@ class Stats:
 
 
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+
+# Producer threads of live iterations. At interpreter exit they are stopped and joined before
+# Python tears down the objects (thread pools, stores) their C++ reads are using.
+_live: set = set()
+_live_lock = threading.Lock()
+
+
+@atexit.register
+def _stop_producers() -> None:
+    with _live_lock:
+        live = list(_live)
+    for stop, q, worker in live:
+        stop.set()
+        deadline = time.monotonic() + 60
+        while worker.is_alive() and time.monotonic() < deadline:
+            try:
+                q.get_nowait()  # unblock a producer waiting on a full queue
+            except queue.Empty:
+                worker.join(0.05)
 
 
 class Loader:
@@ -486,12 +506,22 @@ class Loader:
                 for times in batches:
                     if stop.is_set():
                         return
-                    q.put(self._produce(times))
-                q.put(done)
+                    item = self._produce(times)
+                    while not stop.is_set():
+                        try:
+                            q.put(item, timeout=0.1)
+                            break
+                        except queue.Full:
+                            pass
+                if not stop.is_set():
+                    q.put(done)
             except BaseException as e:  # handed to the consumer, which re-raises it
                 q.put(e)
 
         worker = threading.Thread(target=producer, name="zarrflow-loader", daemon=True)
+        entry = (stop, q, worker)
+        with _live_lock:
+            _live.add(entry)
         worker.start()
         t_start = time.perf_counter()
         total = self._position + len(batches)
@@ -519,6 +549,8 @@ class Loader:
                     q.get_nowait()
                 except queue.Empty:
                     worker.join(0.05)
+            with _live_lock:
+                _live.discard(entry)
 
     def stats(self) -> dict:
         """Counters since the loader was made: bytes, chunks, cache of shared chunks, waits."""
