@@ -15,6 +15,11 @@ ninja -C "$BUILD"
 rm -rf .gpu && mkdir -p .gpu/site/zarrflow .gpu/lib .gpu/bin
 cp python/zarrflow/*.py .gpu/site/zarrflow/
 cp "$BUILD"/python/_core*.so .gpu/site/zarrflow/
+# A minimal dist-info so that entry points (the xarray backend) are found on PYTHONPATH.
+mkdir -p .gpu/site/zarrflow-0.1.0.dist-info
+printf 'Metadata-Version: 2.1\nName: zarrflow\nVersion: 0.1.0\n' > .gpu/site/zarrflow-0.1.0.dist-info/METADATA
+sed -n '/entry-points."xarray.backends"/,/^$/p' pyproject.toml | sed 's/\[project.entry-points."xarray.backends"\]/[xarray.backends]/' \
+  | tr -d '"' > .gpu/site/zarrflow-0.1.0.dist-info/entry_points.txt
 cp "$BUILD"/cpp/zarrflow_*_tests .gpu/bin/
 for lib in libblosc.so.1 libisal.so.2 libdeflate.so.0 liblz4.so.1 libzstd.so.1 libsnappy.so.1; do
   src=$(ldconfig -p | awk -v l="$lib" '$1 == l && !n++ {print $NF}')
