@@ -129,3 +129,15 @@ def test_interpreter_exits_cleanly_with_gpu_batches_alive(store):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("ok")
+
+
+@pytest.mark.parametrize("output", ["cupy", "jax"])
+def test_loader_hands_batches_to_cupy_and_jax(store, output):
+    pytest.importorskip(output)
+    ref = [b["x"].cpu().numpy() for b in zarrflow.Loader(store, VARS, device="cuda", batch_size=4,
+                                                         shuffle=False)]
+    got = list(zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False,
+                               output=output))
+    for b, r in zip(got, ref, strict=True):
+        x = b["x"].get() if output == "cupy" else np.asarray(b["x"])
+        assert np.array_equal(x, r)

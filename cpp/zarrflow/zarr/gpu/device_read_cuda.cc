@@ -12,6 +12,7 @@
 #include "zarrflow/codec/gpu/framing.h"
 #include "zarrflow/codec/gpu/kernels.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/core/gpu/nvtx.h"
 #include "zarrflow/store/file_store.h"
 #include "zarrflow/store/gpu/cufile.h"
 #include "zarrflow/zarr/gpu/device_read.h"
@@ -368,6 +369,7 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
 }
 
 Status ReadOp::fetch(Batch& b) {
+  NvtxRange nvtx("zarrflow fetch");
   // cuFile takes uncompressed whole chunks of local files straight to the GPU; everything else
   // is read into pinned staging (compressed bytes are validated on the host first).
   const CuFile* cufile = nullptr;
@@ -497,6 +499,7 @@ Status ReadOp::prepare_item(Item& it, const std::byte* staged, const Nvcomp* nvc
 }
 
 Status ReadOp::prepare(Batch& b) {
+  NvtxRange nvtx("zarrflow host checks");
   const std::byte* staged = b.staging.data();
   ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
@@ -553,6 +556,7 @@ Status ReadOp::cpu_decode(const Item& it, const std::byte* staged, ByteSpan out)
 }
 
 Status ReadOp::enqueue(Batch& b) {
+  NvtxRange nvtx("zarrflow enqueue");
   const cudaStream_t stream = opt_.stream;
   const std::byte* staged = b.staging.data();
   std::uint64_t staged_total = 0, out_total = 0, shuffled_total = 0;
@@ -864,6 +868,7 @@ Status ReadOp::upload_cpu_decoded(const Item& it, const std::byte* staged) {
 }
 
 Status ReadOp::finish(Batch& b) {
+  NvtxRange nvtx("zarrflow finish");
   if (!b.enqueued) return {};
   ZF_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(b.done.get()));
   float ms = 0;
