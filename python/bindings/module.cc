@@ -416,6 +416,9 @@ nb::object wrap_node(Node node) {
 NB_MODULE(_core, m) {
   using namespace zarrflow;
   m.doc() = "zarrflow C++ core (internal; use the zarrflow package)";
+  // Arrays, loaders and thread pools held by user code's module globals can outlive this module's
+  // teardown at interpreter exit; that is harmless, so nanobind's leak report is noise here.
+  nb::set_leak_warnings(false);
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
