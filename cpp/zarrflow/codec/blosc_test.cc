@@ -19,25 +19,8 @@ namespace {
 using codec_test::Bytes;
 using codec_test::expect_decodes;
 using codec_test::make;
-
-// Typed-looking data (slowly varying little-endian integers) so shuffles matter.
-Bytes sample(std::size_t n, unsigned seed = 1) {
-  std::mt19937 rng(seed);
-  Bytes v(n);
-  std::uint32_t x = rng();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i % 4 == 0) x += rng() % 7;
-    v[i] = static_cast<std::byte>(rng() % 16 == 0 ? rng() : x >> (8 * (i % 4)));
-  }
-  return v;
-}
-
-Bytes from_hex(std::string_view h) {
-  Bytes v(h.size() / 2);
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<std::byte>(std::stoi(std::string(h.substr(2 * i, 2)), nullptr, 16));
-  return v;
-}
+using codec_test::sample;
+using codec_test::from_hex;
 
 Bytes compress(const Bytes& src, const char* cname, int shuffle, int typesize,
                std::size_t blocksize = 0, int clevel = 5) {

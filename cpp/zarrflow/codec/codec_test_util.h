@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <random>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +17,26 @@
 namespace zarrflow::codec_test {
 
 using Bytes = std::vector<std::byte>;
+
+// Compressible pseudo-random bytes: runs (1..max_run long) of a few letters, and some noise.
+inline Bytes sample(std::size_t n, unsigned seed = 1, unsigned max_run = 32) {
+  std::mt19937 rng(seed);
+  Bytes v(n);
+  for (std::size_t i = 0; i < n;) {
+    const std::size_t run = std::min<std::size_t>(n - i, 1 + rng() % max_run);
+    const auto b = static_cast<std::byte>(rng() % 4 == 0 ? rng() : 'a' + rng() % 3);
+    for (std::size_t k = 0; k < run; ++k) v[i++] = b;
+  }
+  return v;
+}
+
+// Bytes from a hex string ("1f8b08...").
+inline Bytes from_hex(std::string_view h) {
+  Bytes v(h.size() / 2);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<std::byte>(std::stoi(std::string(h.substr(2 * i, 2)), nullptr, 16));
+  return v;
+}
 
 // The bytes→bytes codec registered as `name` with configuration `cfg` (null on failure).
 inline std::shared_ptr<const BytesToBytesCodec> make(const CodecRegistry& reg,

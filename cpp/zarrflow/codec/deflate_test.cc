@@ -19,24 +19,8 @@ namespace {
 using codec_test::Bytes;
 using codec_test::expect_decodes;
 using codec_test::make;
-
-Bytes sample(std::size_t n, unsigned seed = 1) {
-  std::mt19937 rng(seed);
-  Bytes v(n);
-  for (std::size_t i = 0; i < n;) {
-    const std::size_t run = std::min<std::size_t>(n - i, 1 + rng() % 32);
-    const auto b = static_cast<std::byte>(rng() % 4 == 0 ? rng() : 'a' + rng() % 3);
-    for (std::size_t k = 0; k < run; ++k) v[i++] = b;
-  }
-  return v;
-}
-
-Bytes from_hex(std::string_view h) {
-  Bytes v(h.size() / 2);
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<std::byte>(std::stoi(std::string(h.substr(2 * i, 2)), nullptr, 16));
-  return v;
-}
+using codec_test::sample;
+using codec_test::from_hex;
 
 Bytes compress(DeflateWrapper w, const Bytes& src, int level = 6) {
   libdeflate_compressor* c = libdeflate_alloc_compressor(level);

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "zarrflow/codec/codec_test_util.h"
 #include "zarrflow/codec/registry.h"
 
 namespace zarrflow {
@@ -19,13 +20,7 @@ namespace {
 
 using Bytes = std::vector<std::byte>;
 using json = nlohmann::json;
-
-Bytes from_hex(std::string_view h) {
-  Bytes v(h.size() / 2);
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<std::byte>(std::stoi(std::string(h.substr(2 * i, 2)), nullptr, 16));
-  return v;
-}
+using codec_test::from_hex;
 
 std::string to_hex(ConstByteSpan b) {
   static const char* d = "0123456789abcdef";
