@@ -219,3 +219,35 @@ def test_interpreter_exits_cleanly_mid_epoch(store):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+def test_spatial_windows_with_overlap(store):
+    ld = zarrflow.Loader(store, VARS, batch_size=6, device="cpu", output="numpy", shuffle=False,
+                         input_dims={"latitude": 4, "longitude": 6},
+                         input_overlap={"latitude": 2, "longitude": 2})
+    assert ld.spatial_shape == (4, 6)
+    assert len(ld.patch_origins) == 3 * 2  # lat starts 0, 2, 4; lon starts 0, 4
+    batch = next(iter(ld))
+    assert batch["x"].shape == (6, 3, 4, 6)
+    for b in range(6):
+        t = int(batch["time"][b])
+        la, lo = batch["origin"][b]
+        full = expected(store, VARS, t)
+        np.testing.assert_array_equal(batch["x"][b], full[:, la:la + 4, lo:lo + 6])
+        np.testing.assert_array_equal(batch["y"][b], expected(store, VARS, t + 1)[:, la:la + 4, lo:lo + 6])
+    assert sorted(map(tuple, batch["origin"])) == sorted(ld.patch_origins)
+    # windows inside a crop are placed relative to the crop
+    cropped = zarrflow.Loader(store, VARS, batch_size=2, device="cpu", output="numpy",
+                              shuffle=False, crop={"longitude": (2, 12)},
+                              input_dims={"longitude": 5})
+    assert [tuple(o) for o in next(iter(cropped))["origin"]] == [(0, 2), (0, 7)]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(input_dims={"latitude": 9}), "larger than the dimension"),
+    (dict(input_dims={"latitude": 4}, input_overlap={"latitude": 4}), "overlap"),
+    (dict(input_dims={"level": 1}), "unknown window dims"),
+])
+def test_bad_windows(store, kwargs, match):
+    with pytest.raises(LoaderError, match=match):
+        zarrflow.Loader(store, VARS, device="cpu", output="numpy", **kwargs)

@@ -255,7 +255,9 @@ class Loader:
 
     Parameters: ``store`` (path or Group), ``variables`` (channel list), ``batch_size``,
     ``input_steps`` h, ``lead``, ``target_steps`` k, ``layout`` ("BCHW" needs h == k == 1, or
-    "BTCHW"), ``crop`` ({dim: (start, stop)} on the spatial dims), ``dtype`` (float32, bfloat16,
+    "BTCHW"), ``crop`` ({dim: (start, stop)} on the spatial dims), ``input_dims`` /
+    ``input_overlap`` (xbatcher-style spatial windows: {dim: size} and {dim: overlap}; each
+    (time, window) is a sample, and batches report each sample's window ``origin``), ``dtype`` (float32, bfloat16,
     float16), ``normalize`` (None, {"mean": [...], "std": [...]} per channel, or a path to a
     stats JSON from :func:`compute_stats`), ``device`` ("cuda", "cuda:N" or "cpu"), ``output``
     ("torch", "cupy", "jax", "numpy" or "zarrflow"), ``shuffle`` (False, True/"global",
@@ -267,7 +269,8 @@ class Loader:
 
     def __init__(self, store: Any, variables: Sequence[str], *, batch_size: int = 16,
                  input_steps: int = 1, lead: int = 1, target_steps: int = 1, layout: str = "BCHW",
-                 crop: dict | None = None, dtype: str = "float32", normalize: Any = None,
+                 crop: dict | None = None, input_dims: dict | None = None,
+                 input_overlap: dict | None = None, dtype: str = "float32", normalize: Any = None,
                  device: str = "cuda", output: str = "torch", shuffle: Any = True, seed: int = 0,
                  rank: int | None = None, world_size: int | None = None, drop_last: bool = True,
                  prefetch: int = 2, missing: str = "fill", gpu_decode: str = "auto",
@@ -303,7 +306,10 @@ class Loader:
         self.drop_last, self.prefetch, self.gpu_decode = drop_last, max(1, prefetch), gpu_decode
         self.progress = progress
         self.crop = self._crop(crop or {})
-        self.samples = valid_times(self.spec.ntime, input_steps, lead, target_steps)
+        self.patch_size, self.patch_origins = self._patches(input_dims or {}, input_overlap or {})
+        self.times = valid_times(self.spec.ntime, input_steps, lead, target_steps)
+        # A sample is (time, patch): id = time index * patches + patch index.
+        self.samples = np.arange(len(self.times) * len(self.patch_origins))
         self.rank, self.world_size = _rank_world(rank, world_size)
         self.norm = self._normalization(normalize)
         from ._threads import make_executor
@@ -333,6 +339,28 @@ class Loader:
             raise LoaderError(f"unknown crop dims {list(crop)} (spatial dims: {self.spec.spatial_dims})")
         return out
 
+    def _patches(self, input_dims: dict, overlap: dict) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+        """xbatcher-style windows over the (cropped) spatial dims: `input_dims` sizes, stride =
+        size - overlap. Without input_dims a sample is the whole crop."""
+        input_dims, overlap = dict(input_dims), dict(overlap)
+        extents = [hi - lo for lo, hi in self.crop]
+        sizes, starts = [], []
+        for d, n in zip(self.spec.spatial_dims, extents):
+            size = int(input_dims.pop(d, n))
+            ov = int(overlap.pop(d, 0))
+            if size < 1 or size > n:
+                raise LoaderError(f"window {d}={size} is larger than the dimension ({n}) or empty")
+            if not 0 <= ov < size:
+                raise LoaderError(f"overlap {d}={ov} must be in [0, {size})")
+            stride = size - ov
+            sizes.append(size)
+            starts.append(list(range(0, n - size + 1, stride)))
+        if input_dims or overlap:
+            raise LoaderError(f"unknown window dims {sorted(set(input_dims) | set(overlap))} "
+                              f"(spatial dims: {self.spec.spatial_dims})")
+        origins = [tuple(o) for o in np.stack(np.meshgrid(*starts, indexing="ij"), -1).reshape(-1, len(sizes))]
+        return tuple(sizes), origins
+
     def _normalization(self, normalize: Any) -> tuple[list[float], list[float]] | None:
         if normalize is None:
             return None
@@ -360,7 +388,7 @@ class Loader:
 
     @property
     def spatial_shape(self) -> tuple[int, ...]:
-        return tuple(hi - lo for lo, hi in self.crop)
+        return self.patch_size
 
     def __len__(self) -> int:
         n = len(shard(self.samples, self.rank, self.world_size, self.drop_last))
@@ -380,7 +408,7 @@ class Loader:
         self.epoch, self._resume = int(state["epoch"]), int(state["position"])
 
     def batches(self, epoch: int | None = None) -> list[np.ndarray]:
-        """The sample times of every batch of this rank for `epoch`."""
+        """The sample ids (time × window) of every batch of this rank for `epoch`."""
         e = self.epoch if epoch is None else epoch
         order = epoch_order(self.samples, seed=self.seed, epoch=e, shuffle=self.shuffle,
                             block=self.block, buffer=self.buffer)
@@ -391,7 +419,13 @@ class Loader:
         return out
 
     # --- reading ----------------------------------------------------------------------------
-    def _requests(self, times: np.ndarray, steps: int) -> list[tuple]:
+    def _sample(self, sample_id: int) -> tuple[int, tuple[int, ...]]:
+        """(time index, spatial origin) of a sample id."""
+        p = len(self.patch_origins)
+        origin = self.patch_origins[sample_id % p]
+        return int(self.times[sample_id // p]), tuple(lo + o for (lo, _), o in zip(self.crop, origin))
+
+    def _requests(self, samples: np.ndarray, steps: int) -> list[tuple]:
         """One region per (sample, step, channel) into a float32 [B, steps, C, *spatial] buffer."""
         C = len(self.spec.channels)
         inner = int(np.prod(self.spatial_shape))
@@ -402,34 +436,36 @@ class Loader:
             acc *= n
         reqs = []
         offsets = [-(self.h - 1) + j for j in range(self.h)] + [self.lead + j for j in range(self.k)]
-        for b, t in enumerate(times):
+        for b, sid in enumerate(samples):
+            t, origin = self._sample(int(sid))
             for s, off in enumerate(offsets):
                 for c, ch in enumerate(self.spec.channels):
                     nd = ch.array.ndim
                     start, count, dstr = [0] * nd, [1] * nd, [0] * nd
-                    start[ch.time_axis] = int(t) + off
+                    start[ch.time_axis] = t + off
                     for axis, idx in ch.fixed.items():
                         start[axis] = idx
-                    for axis, (lo, hi), st in zip(ch.spatial_axes, self.crop, spatial_strides):
-                        start[axis], count[axis], dstr[axis] = lo, hi - lo, st
+                    for axis, o, size, st in zip(ch.spatial_axes, origin, self.patch_size,
+                                                 spatial_strides):
+                        start[axis], count[axis], dstr[axis] = o, size, st
                     offset = ((b * steps + s) * C + c) * inner
                     reqs.append((ch.array._h, start, count, [1] * nd, offset, dstr))
         return reqs
 
-    def _produce(self, times: np.ndarray) -> dict:
+    def _produce(self, samples: np.ndarray) -> dict:
         steps = self.h + self.k
         C = len(self.spec.channels)
-        shape = [len(times), steps, C, *self.spatial_shape]
+        shape = [len(samples), steps, C, *self.spatial_shape]
         dev = "cuda" if self.on_gpu else "cpu"
         t0 = time.perf_counter()
         raw = _core.empty_tensor(shape, "float32", dev, self.device_id)
-        report = _core.read_batch(self._requests(times, steps), raw, None, self.gpu_decode, "auto",
+        report = _core.read_batch(self._requests(samples, steps), raw, None, self.gpu_decode, "auto",
                                   self._executor, self.cache)
         if report:
             _gpu.say_once(report.get("notes", []))
             if self.missing == "error" and report["missing"]:
                 raise MissingChunkError(f"{report['missing']} chunks of this batch are not stored "
-                                        f"(times {list(map(int, times))})")
+                                        f"(samples {list(map(int, samples))})")
         out, nans = raw, 0
         inner = int(np.prod(self.spatial_shape))
         if self.norm is not None or self.dtype != "float32":
@@ -451,14 +487,16 @@ class Loader:
         st = self.stats_
         st.read_s += time.perf_counter() - t0
         st.batches += 1
-        st.samples += len(times)
+        st.samples += len(samples)
         st.batch_bytes += int(np.prod(shape)) * 4
         st.nans += int(nans)
         for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
                     "cache_hits"):
             if report and key in report:
                 setattr(st, key, getattr(st, key) + report[key])
-        return {"raw": out, "times": times}
+        where = [self._sample(int(i)) for i in samples]
+        return {"raw": out, "times": np.array([t for t, _ in where]),
+                "origin": np.array([o for _, o in where]).reshape(len(samples), -1)}
 
     def _convert(self, item: dict) -> dict:
         t = item["raw"]
@@ -479,12 +517,12 @@ class Loader:
         elif self.output == "numpy":
             full = np.from_dlpack(t)
         else:
-            return {"raw": t, "time": item["times"]}
+            return {"raw": t, "time": item["times"], "origin": item["origin"]}
         x, y = full[:, : self.h], full[:, self.h:]
         if self.layout == "BCHW":
             x = x[:, 0]
             y = y[:, 0] if self.k == 1 else y
-        out = {"x": x, "time": item["times"]}
+        out = {"x": x, "time": item["times"], "origin": item["origin"]}
         if self.k:
             out["y"] = y
         return out
