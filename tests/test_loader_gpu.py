@@ -141,3 +141,19 @@ def test_loader_hands_batches_to_cupy_and_jax(store, output):
     for b, r in zip(got, ref, strict=True):
         x = b["x"].get() if output == "cupy" else np.asarray(b["x"])
         assert np.array_equal(np.ascontiguousarray(x).view(np.uint32), r.view(np.uint32))  # NaN fills too
+
+
+def test_pinned_host_chunk_cache(store):
+    ref = [b["x"].cpu().numpy() for b in zarrflow.Loader(store, VARS, device="cuda", batch_size=4,
+                                                         shuffle=False)]
+    ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False,
+                         host_cache_gb=1)
+    for _ in range(2):
+        for b, r in zip(ld, ref, strict=True):
+            assert np.array_equal(b["x"].cpu().numpy().view(np.uint32), r.view(np.uint32))
+    assert ld.stats()["host_cache_hits"] > 0 and ld.stats()["cache_hits"] == 0
+    both = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False,
+                           host_cache_gb=1, cache_gb=1)
+    list(both)
+    list(both)
+    assert both.stats()["cache_hits"] > 0  # the GPU tier answers first

@@ -289,7 +289,7 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 // (chunks shared by several requests fetched and decoded once); host targets through read_many.
 nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::optional<std::uintptr_t> stream,
                     const std::string& decode, const std::string& io, Executor* exec,
-                    nb::handle cache) {
+                    nb::handle cache, nb::handle host_cache) {
   const auto& st = *target.state;
   const std::int64_t elem = st.dtype.size;
   std::vector<std::shared_ptr<Array>> keep;
@@ -326,7 +326,8 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::opt
   opts.decode = decode == "on" ? gpu::GpuDecode::kOn
                 : decode == "off" ? gpu::GpuDecode::kOff : gpu::GpuDecode::kAuto;
   opts.io = io == "direct" ? gpu::IoPath::kDirect : gpu::IoPath::kAuto;
-  if (!cache.is_none()) opts.cache = nb::cast<gpu::DeviceChunkCache*>(cache);
+  if (!cache.is_none()) opts.cache = nb::cast<gpu::ChunkCache*>(cache);
+  if (!host_cache.is_none()) opts.host_cache = nb::cast<gpu::ChunkCache*>(host_cache);
   const ReadOptions host = read_options(exec);
   opts.pool = host.pool;
   opts.buffers = host.buffers;
@@ -346,6 +347,7 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::opt
   out["cpu_decoded"] = report.cpu_decoded;
   out["deduplicated"] = report.deduplicated;
   out["cache_hits"] = report.cache_hits;
+  out["host_cache_hits"] = report.host_cache_hits;
   out["stored_bytes"] = report.stored_bytes;
   nb::list notes;
   for (const auto& n : report.notes) notes.append(n);
@@ -356,6 +358,7 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::opt
   (void)io;
   (void)stream;
   (void)cache;
+  (void)host_cache;
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
 }
@@ -473,13 +476,13 @@ NB_MODULE(_core, m) {
   m.def("empty_tensor", &empty_tensor, "shape"_a, "dtype"_a, "device"_a, "device_id"_a = 0);
   m.def("read_batch", &read_batch, "requests"_a, "target"_a, "stream"_a = nb::none(),
         "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(),
-        "cache"_a = nb::none());
+        "cache"_a = nb::none(), "host_cache"_a = nb::none());
 #ifdef ZARRFLOW_HAVE_CUDA
-  nb::class_<gpu::DeviceChunkCache>(m, "DeviceChunkCache",
-                                    "Compressed chunks kept in GPU memory across reads")
+  nb::class_<gpu::ChunkCache>(m, "ChunkCache",
+                              "Compressed chunks kept across reads (GPU or pinned host memory)")
       .def(nb::init<std::uint64_t>(), "budget_bytes"_a)
-      .def("clear", &gpu::DeviceChunkCache::clear)
-      .def("stats", [](const gpu::DeviceChunkCache& c) {
+      .def("clear", &gpu::ChunkCache::clear)
+      .def("stats", [](const gpu::ChunkCache& c) {
         const auto s = c.stats();
         nb::dict d;
         d["hits"] = s.hits;

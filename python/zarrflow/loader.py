@@ -213,6 +213,7 @@ class Stats:
     chunks: int = 0
     deduplicated: int = 0         # chunk reads saved because samples shared a chunk
     cache_hits: int = 0           # chunks served from the GPU cache of compressed chunks
+    host_cache_hits: int = 0      # chunks served from the pinned host cache
     missing: int = 0
     gpu_decoded: int = 0
     cpu_decoded: int = 0
@@ -264,7 +265,8 @@ class Loader:
     "block"), ``seed``, ``rank``/``world_size`` (default: torch.distributed when initialised),
     ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``missing`` ("fill" or
     "error"), ``gpu_decode``, ``threads``, ``progress`` (print a rate line every N batches),
-    ``cache_gb`` (GPU memory for compressed chunks kept across epochs; 0 = no cache).
+    ``cache_gb`` / ``host_cache_gb`` (GPU / pinned host memory for compressed chunks kept
+    across epochs; 0 = no cache; the GPU tier is asked first).
     """
 
     def __init__(self, store: Any, variables: Sequence[str], *, batch_size: int = 16,
@@ -276,7 +278,7 @@ class Loader:
                  prefetch: int = 2, missing: str = "fill", gpu_decode: str = "auto",
                  threads: int | None = None, time_dim: str = "time", level_dim: str = "level",
                  channel_dim: str = "channel", block: int = 8, buffer: int = 64,
-                 progress: int = 0, cache_gb: float = 0.0):
+                 progress: int = 0, cache_gb: float = 0.0, host_cache_gb: float = 0.0):
         self.spec = DatasetSpec.build(store, variables, time_dim=time_dim, level_dim=level_dim,
                                       channel_dim=channel_dim)
         if batch_size < 1:
@@ -315,8 +317,11 @@ class Loader:
         from ._threads import make_executor
 
         self._executor = make_executor(threads)
-        # Compressed chunks kept on the GPU: later epochs skip storage and PCIe.
-        self.cache = _core.DeviceChunkCache(int(cache_gb * 1e9)) if cache_gb > 0 and self.on_gpu else None
+        # Compressed chunks kept on the GPU (later epochs skip storage and PCIe) and in pinned host
+        # memory (they skip storage and host checks).
+        self.cache = _core.ChunkCache(int(cache_gb * 1e9)) if cache_gb > 0 and self.on_gpu else None
+        self.host_cache = (_core.ChunkCache(int(host_cache_gb * 1e9))
+                           if host_cache_gb > 0 and self.on_gpu else None)
         self._pid = os.getpid()
         self.epoch = 0
         self._resume = 0           # batches of self.epoch already consumed (state_dict)
@@ -460,7 +465,7 @@ class Loader:
         t0 = time.perf_counter()
         raw = _core.empty_tensor(shape, "float32", dev, self.device_id)
         report = _core.read_batch(self._requests(samples, steps), raw, None, self.gpu_decode, "auto",
-                                  self._executor, self.cache)
+                                  self._executor, self.cache, self.host_cache)
         if report:
             _gpu.say_once(report.get("notes", []))
             if self.missing == "error" and report["missing"]:
@@ -491,7 +496,7 @@ class Loader:
         st.batch_bytes += int(np.prod(shape)) * 4
         st.nans += int(nans)
         for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
-                    "cache_hits"):
+                    "cache_hits", "host_cache_hits"):
             if report and key in report:
                 setattr(st, key, getattr(st, key) + report[key])
         where = [self._sample(int(i)) for i in samples]

@@ -41,7 +41,8 @@ namespace zarrflow::gpu {
 
 enum class GpuDecode : std::uint8_t { kAuto, kOn, kOff };
 
-// A stored chunk kept on the GPU: its bytes as read, and what host validation found in them.
+// A stored chunk kept in memory (GPU or pinned host): its bytes as read, and what host
+// validation found in them.
 struct CachedChunk {
   GpuBuffer bytes;
   std::uint64_t stored_size = 0;
@@ -49,14 +50,14 @@ struct CachedChunk {
   std::optional<BloscPlan> blosc;
 };
 
-// Compressed chunks kept in GPU memory across reads, so that later epochs skip storage, the
-// host and PCIe: a hit goes straight to the GPU decoders. Least-recently-used chunks are evicted
-// to stay within the byte budget. Entries are keyed by the store's name for the value (full path
-// plus byte range), and the store is assumed not to change while its chunks are cached.
-// Thread-safe.
-class DeviceChunkCache {
+// Compressed chunks kept across reads, least recently used evicted first, within a byte budget.
+// Two tiers use it: in GPU memory (a hit skips storage, host work and PCIe: it goes straight to
+// the decoders) and in pinned host memory (a hit skips storage and host validation). Entries
+// are keyed by the store's name for the value (full path plus byte range); the store is assumed
+// not to change while its chunks are cached. Thread-safe.
+class ChunkCache {
  public:
-  explicit DeviceChunkCache(std::uint64_t budget_bytes) : budget_(budget_bytes) {}
+  explicit ChunkCache(std::uint64_t budget_bytes) : budget_(budget_bytes) {}
   std::shared_ptr<const CachedChunk> find(const std::string& key);
   void insert(const std::string& key, std::shared_ptr<const CachedChunk> chunk);
   void erase(const std::string& key);
@@ -89,7 +90,8 @@ struct DeviceReadOptions {
   IoPath io = IoPath::kAuto;
   cudaStream_t stream = nullptr;  // the caller's stream (null = the legacy default stream)
   CoalesceOptions coalesce;
-  DeviceChunkCache* cache = nullptr;  // optional GPU cache of compressed chunks
+  ChunkCache* cache = nullptr;       // optional cache of compressed chunks in GPU memory
+  ChunkCache* host_cache = nullptr;  // optional cache of compressed chunks in pinned host memory
   // Compressed bytes staged per batch; 0 = chosen per codec (256 MB, or 2 GB for chains decoded
   // by nvCOMP's zstd/deflate, which need hundreds of chunks per call to fill the GPU).
   std::uint64_t batch_bytes = 0;
@@ -102,6 +104,7 @@ struct DeviceReadReport {
   std::int64_t cpu_decoded = 0;    // decoded on the CPU, then copied up
   std::int64_t deduplicated = 0;  // chunks several requests shared: fetched and decoded once
   std::int64_t cache_hits = 0;    // chunks taken from the GPU chunk cache (no read, no copy)
+  std::int64_t host_cache_hits = 0;  // chunks taken from the pinned host cache (no read)
   std::uint64_t stored_bytes = 0;  // compressed bytes read
   std::uint64_t h2d_bytes = 0;     // bytes copied host → device
   std::int64_t direct_reads = 0;   // chunks read with O_DIRECT (they were not in the page cache)

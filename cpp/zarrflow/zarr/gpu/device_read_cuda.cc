@@ -51,7 +51,8 @@ struct Item {
   // (x at t+1 is y at t) and scatter from the first one's decoded copy.
   std::int64_t dup_of = -1;
   std::byte* d_decoded = nullptr;  // the whole decoded chunk on the GPU (set while enqueuing)
-  std::shared_ptr<const CachedChunk> cached;  // its stored bytes are already on the GPU
+  std::shared_ptr<const CachedChunk> cached;       // its stored bytes are already on the GPU
+  std::shared_ptr<const CachedChunk> host_cached;  // ... or in pinned host memory
   std::string cache_key;
 };
 
@@ -299,25 +300,29 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
       it.cpu_reason = it.program->reason;
     }
   }
-  // GPU cache hits need no read, no host work and no copy.
-  if (opt_.cache != nullptr) {
+  // GPU cache hits need no read, no host work and no copy; pinned-cache hits no read and no
+  // host validation.
+  if (opt_.cache != nullptr || opt_.host_cache != nullptr) {
     for (auto& it : items_) {
       if (it.mode != Mode::kGpu || it.dup_of >= 0) continue;
       it.cache_key = it.arr->store().describe_key(it.key);
       if (it.range)
         it.cache_key += "#" + std::to_string(it.range->offset) + "+" + std::to_string(it.range->length);
-      if (auto hit = opt_.cache->find(it.cache_key)) {
-        it.cached = std::move(hit);
-        it.payload = it.cached->payload;
-        it.blosc = it.cached->blosc;
-        ++report_.cache_hits;
+      if (opt_.cache != nullptr) it.cached = opt_.cache->find(it.cache_key);
+      if (!it.cached && opt_.host_cache != nullptr) it.host_cached = opt_.host_cache->find(it.cache_key);
+      const auto& hit = it.cached ? it.cached : it.host_cached;
+      if (hit) {
+        it.payload = hit->payload;
+        it.blosc = hit->blosc;
+        if (it.host_cached) it.stored_size = hit->stored_size;  // staged again from the cache
+        ++(it.cached ? report_.cache_hits : report_.host_cache_hits);
       }
     }
   }
   // Sizes of whole values (one fstat each, in parallel); missing values become fills.
   ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, items_.size(), [&](std::size_t i) -> Status {
     Item& it = items_[i];
-    if (it.mode == Mode::kFill || it.cached) return {};
+    if (it.mode == Mode::kFill || it.cached || it.host_cached) return {};
     if (it.range) {
       it.stored_size = it.range->length;
       return {};
@@ -410,6 +415,10 @@ Status ReadOp::fetch(Batch& b) {
   ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
     if (it.mode == Mode::kFill || it.dup_of >= 0 || it.cached) return {};
+    if (it.host_cached) {
+      std::memcpy(base + it.staging_offset, it.host_cached->bytes.data(), it.stored_size);
+      return {};
+    }
     const auto* files = dynamic_cast<const FileStore*>(&it.arr->store());
     if (it.direct)
       return annotate(it, cufile->read(files->root() + "/" + it.key,
@@ -503,7 +512,8 @@ Status ReadOp::prepare(Batch& b) {
   const std::byte* staged = b.staging.data();
   ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
-    if (it.mode != Mode::kGpu || it.direct || it.dup_of >= 0 || it.cached) return {};
+    if (it.mode != Mode::kGpu || it.direct || it.dup_of >= 0 || it.cached || it.host_cached)
+      return {};
     return prepare_item(it, staged, nvcomp_);
   }));
   for (std::size_t idx : b.items) {
@@ -889,8 +899,28 @@ Status ReadOp::finish(Batch& b) {
       failed.insert(std::uint32_t(idx));
   for (auto& [idx, chunk] : b.to_cache)  // complete now; never cache what failed to decode
     if (!failed.count(std::uint32_t(idx))) opt_.cache->insert(items_[idx].cache_key, std::move(chunk));
+  if (opt_.host_cache != nullptr) {  // pinned copies of what was read (the staging is still ours)
+    for (std::size_t idx : b.items) {
+      const Item& it = items_[idx];
+      if (it.mode != Mode::kGpu || it.cached || it.host_cached || it.direct || it.dup_of >= 0 ||
+          it.cache_key.empty() || failed.count(std::uint32_t(idx)))
+        continue;
+      auto buf = pinned_.acquire(std::max<std::uint64_t>(it.stored_size, 1));
+      if (!buf.ok()) break;
+      std::memcpy(buf->data(), b.staging.data() + it.staging_offset, it.stored_size);
+      auto c = std::make_shared<CachedChunk>();
+      c->bytes = std::move(buf).value();
+      c->stored_size = it.stored_size;
+      c->payload = it.payload;
+      c->blosc = it.blosc;
+      opt_.host_cache->insert(it.cache_key, std::move(c));
+    }
+  }
   for (std::uint32_t idx : failed) {
-    if (opt_.cache != nullptr && !items_[idx].cache_key.empty()) opt_.cache->erase(items_[idx].cache_key);
+    if (!items_[idx].cache_key.empty()) {
+      if (opt_.cache != nullptr) opt_.cache->erase(items_[idx].cache_key);
+      if (opt_.host_cache != nullptr) opt_.host_cache->erase(items_[idx].cache_key);
+    }
     // The CPU decoder is the authority: it names what is wrong, or recovers the data.
     const Item& it = items_[idx];
     Status s = upload_cpu_decoded(it, b.staging.data());
@@ -906,7 +936,7 @@ Status ReadOp::finish(Batch& b) {
 
 }  // namespace
 
-std::shared_ptr<const CachedChunk> DeviceChunkCache::find(const std::string& key) {
+std::shared_ptr<const CachedChunk> ChunkCache::find(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = index_.find(key);
   if (it == index_.end()) {
@@ -918,7 +948,7 @@ std::shared_ptr<const CachedChunk> DeviceChunkCache::find(const std::string& key
   return it->second->second;
 }
 
-void DeviceChunkCache::insert(const std::string& key, std::shared_ptr<const CachedChunk> chunk) {
+void ChunkCache::insert(const std::string& key, std::shared_ptr<const CachedChunk> chunk) {
   const std::uint64_t size = chunk->bytes.capacity();
   std::lock_guard lock(mu_);
   if (size > budget_ || index_.count(key)) return;
@@ -933,7 +963,7 @@ void DeviceChunkCache::insert(const std::string& key, std::shared_ptr<const Cach
   bytes_ += size;
 }
 
-void DeviceChunkCache::erase(const std::string& key) {
+void ChunkCache::erase(const std::string& key) {
   std::lock_guard lock(mu_);
   auto it = index_.find(key);
   if (it == index_.end()) return;
@@ -942,14 +972,14 @@ void DeviceChunkCache::erase(const std::string& key) {
   index_.erase(it);
 }
 
-void DeviceChunkCache::clear() {
+void ChunkCache::clear() {
   std::lock_guard lock(mu_);
   lru_.clear();
   index_.clear();
   bytes_ = 0;
 }
 
-DeviceChunkCache::Stats DeviceChunkCache::stats() const {
+ChunkCache::Stats ChunkCache::stats() const {
   std::lock_guard lock(mu_);
   return {hits_, misses_, static_cast<std::int64_t>(index_.size()), evictions_, bytes_, budget_};
 }
