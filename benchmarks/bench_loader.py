@@ -82,12 +82,12 @@ def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71) ->
 
 
 def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epochs: int = 2,
-                 cache_gb: float = 0.0) -> dict:
+                 cache_gb: float = 0.0, host_cache_gb: float = 0.0) -> dict:
     import torch
 
     ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
                          normalize=normalize, shuffle="block", seed=0, prefetch=2,
-                         cache_gb=cache_gb)
+                         cache_gb=cache_gb, host_cache_gb=host_cache_gb)
     for _ in ld:  # warm-up epoch (page cache, pools)
         pass
     per_sample = 2 * len(variables) * int(np.prod(ld.spatial_shape)) * (2 if dtype != "float32" else 4)
@@ -112,7 +112,8 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
     return {"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
             "wait_fraction": waited / wall, "wall_s": wall, "samples": n,
             "deduplicated": st["deduplicated"], "cpu_decoded": st["cpu_decoded"],
-            "cache_hits": st["cache_hits"], "chunks": st["chunks"]}
+            "cache_hits": st["cache_hits"], "host_cache_hits": st["host_cache_hits"],
+            "chunks": st["chunks"]}
 
 
 class TsDataset:
@@ -182,6 +183,7 @@ def main() -> int:
     ap.add_argument("--out", default="bench_results")
     ap.add_argument("--ntime-wb2", type=int, default=128)
     ap.add_argument("--ntime-stack", type=int, default=40)
+    ap.add_argument("--only-cache", action="store_true", help="only the cached runs")
     args = ap.parse_args()
     import torch
 
@@ -206,7 +208,7 @@ def main() -> int:
     crops = {"721x1440": None, "640x1280": {"latitude": (0, 640), "longitude": (0, 1280)}}
     configs = [(wb2, wb2_vars, stats_wb2, "wb2 v2 blosc-lz4, 6 ch"),
                (stack, stack_vars, stats_stack, "stacked v3 zstd, 71 ch")]
-    for store, variables, stats, label in configs:
+    for store, variables, stats, label in ([] if args.only_cache else configs):
         for grid, crop in crops.items():
             for dtype in ("float32", "bfloat16"):
                 for step in (0.0, 0.05):
@@ -217,17 +219,18 @@ def main() -> int:
                     results["runs"].append(r)
                     print(json.dumps(r), flush=True)
     # The GPU cache of compressed chunks: the warm-up epoch fills it, the timed epochs read from it.
-    for store, variables, label, gb in ((wb2, wb2_vars, "wb2 v2 blosc-lz4, 6 ch", 30.0),
-                                        (stack, stack_vars, "stacked v3 zstd, 71 ch", 30.0)):
-        print(f"run: {label} cached", flush=True)
-        r = run_zarrflow(store, variables, crop=None, dtype="float32", normalize=None, step_s=0.0,
-                         cache_gb=gb)
-        r.update(store=label, grid="721x1440", dtype="float32", step_s=0.0,
-                 loader=f"zarrflow-gpu + {gb:.0f} GB GPU chunk cache")
-        results["runs"].append(r)
-        print(json.dumps(r), flush=True)
+    for store, variables, label in ((wb2, wb2_vars, "wb2 v2 blosc-lz4, 6 ch"),
+                                    (stack, stack_vars, "stacked v3 zstd, 71 ch")):
+        for tier, kw in (("GPU", {"cache_gb": 30.0}), ("pinned host", {"host_cache_gb": 30.0})):
+            print(f"run: {label} {tier} cache", flush=True)
+            r = run_zarrflow(store, variables, crop=None, dtype="float32", normalize=None,
+                             step_s=0.0, **kw)
+            r.update(store=label, grid="721x1440", dtype="float32", step_s=0.0,
+                     loader=f"zarrflow-gpu + 30 GB {tier} chunk cache")
+            results["runs"].append(r)
+            print(json.dumps(r), flush=True)
     (out / "bench_loader.json").write_text(json.dumps(results, indent=2))
-    for step in (0.0, 0.05):
+    for step in (() if args.only_cache else (0.0, 0.05)):
         try:
             r = run_baseline(wb2, wb2_vars, step)
             name = "DataLoader+tensorstore (8 workers)"
