@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 def cpu_and_gpu(store, **kw):
     cpu = zarrflow.Loader(store, VARS, device="cpu", output="numpy", **kw)
-    gpu = zarrflow.Loader(store, VARS, device="cuda", output="torch", **kw)
+    gpu = zarrflow.Loader(store, VARS, device="cuda", output="torch", decode_threads=2, **kw)
     return cpu, gpu
 
 

@@ -255,7 +255,8 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
 py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::string& dtype,
                         const std::string& device, int device_id) {
   const DataType t = value_or_throw(parse_v3_data_type(dtype));
-  const std::size_t bytes = static_cast<std::size_t>(std::max<std::int64_t>(product(shape), 1)) * t.size;
+  const std::size_t bytes =
+      static_cast<std::size_t>(std::max<std::int64_t>(product(shape), 1)) * t.size;
   auto st = std::make_shared<py::TensorState>();
   st->shape = shape;
   st->strides = c_strides(shape, 1);
@@ -270,10 +271,12 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 #ifdef ZARRFLOW_HAVE_CUDA
   Status s = gpu::device_available();
   if (s.ok()) {
-    if (cudaError_t e = cudaSetDevice(device_id); e != cudaSuccess) s = gpu::cuda_status(e, "cudaSetDevice");
+    if (cudaError_t e = cudaSetDevice(device_id); e != cudaSuccess)
+      s = gpu::cuda_status(e, "cudaSetDevice");
   }
   throw_if_error(std::move(s));
-  auto buf = std::make_shared<gpu::GpuBuffer>(value_or_throw(device_reader().device_pool().acquire(bytes)));
+  auto buf = std::make_shared<gpu::GpuBuffer>(
+      value_or_throw(device_reader().device_pool().acquire(bytes)));
   st->data = buf->data();
   st->owner = buf;
   st->device_type = 2;
@@ -287,9 +290,10 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 // Reads many regions into one target tensor: each request is (array, start, count, step,
 // dest element offset, dest element strides). GPU targets go through one DeviceReader pipeline
 // (chunks shared by several requests fetched and decoded once); host targets through read_many.
-nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::optional<std::uintptr_t> stream,
-                    const std::string& decode, const std::string& io, Executor* exec,
-                    nb::handle cache, nb::handle host_cache) {
+nb::dict read_batch(const nb::list& requests, const py::Tensor& target,
+                    std::optional<std::uintptr_t> stream, const std::string& decode,
+                    const std::string& io, Executor* exec, nb::handle cache, nb::handle host_cache,
+                    Executor* decode_exec) {
   const auto& st = *target.state;
   const std::int64_t elem = st.dtype.size;
   std::vector<std::shared_ptr<Array>> keep;
@@ -299,8 +303,9 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::opt
     auto t = nb::cast<nb::tuple>(h);
     auto arr = nb::cast<std::shared_ptr<Array>>(t[0]);
     if (arr->dtype().size != st.dtype.size)
-      throw StatusError(invalid_argument(arr->describe() + " has " + std::to_string(arr->dtype().size) +
-                                         "-byte elements, the batch " + std::to_string(st.dtype.size)));
+      throw StatusError(
+          invalid_argument(arr->describe() + " has " + std::to_string(arr->dtype().size) +
+                           "-byte elements, the batch " + std::to_string(st.dtype.size)));
     ReadRequest r;
     r.array = arr.get();
     r.region = {nb::cast<Shape>(t[1]), nb::cast<Shape>(t[2]), nb::cast<Shape>(t[3])};
@@ -323,11 +328,13 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::opt
   }
 #ifdef ZARRFLOW_HAVE_CUDA
   gpu::DeviceReadOptions opts;
-  opts.decode = decode == "on" ? gpu::GpuDecode::kOn
-                : decode == "off" ? gpu::GpuDecode::kOff : gpu::GpuDecode::kAuto;
+  opts.decode = decode == "on"    ? gpu::GpuDecode::kOn
+                : decode == "off" ? gpu::GpuDecode::kOff
+                                  : gpu::GpuDecode::kAuto;
   opts.io = io == "direct" ? gpu::IoPath::kDirect : gpu::IoPath::kAuto;
   if (!cache.is_none()) opts.cache = nb::cast<gpu::ChunkCache*>(cache);
   if (!host_cache.is_none()) opts.host_cache = nb::cast<gpu::ChunkCache*>(host_cache);
+  if (decode_exec != nullptr) opts.decode_pool = &decode_exec->pool;
   const ReadOptions host = read_options(exec);
   opts.pool = host.pool;
   opts.buffers = host.buffers;
@@ -359,6 +366,7 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target, std::opt
   (void)stream;
   (void)cache;
   (void)host_cache;
+  (void)decode_exec;
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
 }
@@ -387,16 +395,19 @@ std::uint64_t normalize_cast_gpu(const py::Tensor& src, const py::Tensor& dst,
         table[c] = mean[c];
         table[channels + c] = 1.f / stdev[c];
       }
-      ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer h, device_reader().pinned_pool().acquire(table.size() * 4 + 16));
-      ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer d, device_reader().device_pool().acquire(table.size() * 4 + 16));
+      ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer h,
+                          device_reader().pinned_pool().acquire(table.size() * 4 + 16));
+      ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer d,
+                          device_reader().device_pool().acquire(table.size() * 4 + 16));
       std::memcpy(h.data(), table.data(), table.size() * 4);
       auto* d_mean = reinterpret_cast<float*>(d.data());
       auto* d_nans = reinterpret_cast<unsigned long long*>(d.data() + table.size() * 4);
-      ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d.data(), h.data(), table.size() * 4, cudaMemcpyHostToDevice, st));
+      ZF_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(d.data(), h.data(), table.size() * 4, cudaMemcpyHostToDevice, st));
       ZF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_nans, 0, 8, st));
-      ZF_CUDA_RETURN_IF_ERROR(gpu::launch_normalize_cast(static_cast<const float*>(a.data), b.data, type, n,
-                                                         inner, channels, d_mean, d_mean + channels,
-                                                         d_nans, st));
+      ZF_CUDA_RETURN_IF_ERROR(gpu::launch_normalize_cast(static_cast<const float*>(a.data), b.data,
+                                                         type, n, inner, channels, d_mean,
+                                                         d_mean + channels, d_nans, st));
       ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h.data(), d_nans, 8, cudaMemcpyDeviceToHost, st));
       ZF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
       std::memcpy(&nans, h.data(), 8);
@@ -475,8 +486,8 @@ NB_MODULE(_core, m) {
 
   m.def("empty_tensor", &empty_tensor, "shape"_a, "dtype"_a, "device"_a, "device_id"_a = 0);
   m.def("read_batch", &read_batch, "requests"_a, "target"_a, "stream"_a = nb::none(),
-        "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(),
-        "cache"_a = nb::none(), "host_cache"_a = nb::none());
+        "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(), "cache"_a = nb::none(),
+        "host_cache"_a = nb::none(), "decode_executor"_a = nb::none());
 #ifdef ZARRFLOW_HAVE_CUDA
   nb::class_<gpu::ChunkCache>(m, "ChunkCache",
                               "Compressed chunks kept across reads (GPU or pinned host memory)")
@@ -494,17 +505,18 @@ NB_MODULE(_core, m) {
         return d;
       });
 #endif
-  m.def("normalize_cast",
-        [](const py::Tensor& src, const py::Tensor& dst, const std::vector<float>& mean,
-           const std::vector<float>& stdev, std::int64_t inner,
-           std::optional<std::uintptr_t> stream) -> std::uint64_t {
+  m.def(
+      "normalize_cast",
+      [](const py::Tensor& src, const py::Tensor& dst, const std::vector<float>& mean,
+         const std::vector<float>& stdev, std::int64_t inner,
+         std::optional<std::uintptr_t> stream) -> std::uint64_t {
 #ifdef ZARRFLOW_HAVE_CUDA
-          return normalize_cast_gpu(src, dst, mean, stdev, inner, stream);
+        return normalize_cast_gpu(src, dst, mean, stdev, inner, stream);
 #else
-          throw StatusError(unimplemented("zarrflow was built without CUDA"));
+        throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
-        },
-        "src"_a, "dst"_a, "mean"_a, "std"_a, "inner"_a, "stream"_a = nb::none());
+      },
+      "src"_a, "dst"_a, "mean"_a, "std"_a, "inner"_a, "stream"_a = nb::none());
   m.def("tensor_event_wait", [](const py::Tensor& t, std::uintptr_t stream) {
     if (t.state->wait_on) t.state->wait_on(stream);
   });

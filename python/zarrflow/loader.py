@@ -264,7 +264,8 @@ class Loader:
     ("torch", "cupy", "jax", "numpy" or "zarrflow"), ``shuffle`` (False, True/"global",
     "block"), ``seed``, ``rank``/``world_size`` (default: torch.distributed when initialised),
     ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``missing`` ("fill" or
-    "error"), ``gpu_decode``, ``threads``, ``progress`` (print a rate line every N batches),
+    "error"), ``gpu_decode``, ``threads`` (I/O pool) and ``decode_threads`` (a separate pool for
+    host checks and CPU-fallback decodes), ``progress`` (print a rate line every N batches),
     ``cache_gb`` / ``host_cache_gb`` (GPU / pinned host memory for compressed chunks kept
     across epochs; 0 = no cache; the GPU tier is asked first).
     """
@@ -276,7 +277,8 @@ class Loader:
                  device: str = "cuda", output: str = "torch", shuffle: Any = True, seed: int = 0,
                  rank: int | None = None, world_size: int | None = None, drop_last: bool = True,
                  prefetch: int = 2, missing: str = "fill", gpu_decode: str = "auto",
-                 threads: int | None = None, time_dim: str = "time", level_dim: str = "level",
+                 threads: int | None = None, decode_threads: int | None = None,
+                 time_dim: str = "time", level_dim: str = "level",
                  channel_dim: str = "channel", block: int = 8, buffer: int = 64,
                  progress: int = 0, cache_gb: float = 0.0, host_cache_gb: float = 0.0):
         self.spec = DatasetSpec.build(store, variables, time_dim=time_dim, level_dim=level_dim,
@@ -316,7 +318,10 @@ class Loader:
         self.norm = self._normalization(normalize)
         from ._threads import make_executor
 
+        # Separate pools: I/O (file reads, shard indexes) and host-side decode work (framing
+        # checks, Blosc plans, CPU fallbacks). By default both are the process's shared pool.
         self._executor = make_executor(threads)
+        self._decode_executor = make_executor(decode_threads) if decode_threads else None
         # Compressed chunks kept on the GPU (later epochs skip storage and PCIe) and in pinned host
         # memory (they skip storage and host checks).
         self.cache = _core.ChunkCache(int(cache_gb * 1e9)) if cache_gb > 0 and self.on_gpu else None
@@ -465,7 +470,8 @@ class Loader:
         t0 = time.perf_counter()
         raw = _core.empty_tensor(shape, "float32", dev, self.device_id)
         report = _core.read_batch(self._requests(samples, steps), raw, None, self.gpu_decode, "auto",
-                                  self._executor, self.cache, self.host_cache)
+                                  self._executor, self.cache, self.host_cache,
+                                  self._decode_executor)
         if report:
             _gpu.say_once(report.get("notes", []))
             if self.missing == "error" and report["missing"]:

@@ -84,7 +84,8 @@ class ChunkCache {
 enum class IoPath : std::uint8_t { kAuto, kPinned, kDirect, kCuFile };
 
 struct DeviceReadOptions {
-  ThreadPool* pool = nullptr;           // file reads and host-side checks; null = calling thread
+  ThreadPool* pool = nullptr;           // file reads (I/O); null = calling thread
+  ThreadPool* decode_pool = nullptr;    // host checks and CPU-fallback decodes; null = `pool`
   BufferPool* buffers = nullptr;        // host scratch of CPU-fallback decodes
   GpuDecode decode = GpuDecode::kAuto;  // on: fail instead of falling back to the CPU
   IoPath io = IoPath::kAuto;
@@ -101,14 +102,14 @@ struct DeviceReadReport {
   std::int64_t chunks = 0;   // leaf chunks (inner chunks of shards count one each)
   std::int64_t missing = 0;  // filled with the fill value
   std::int64_t gpu_decoded = 0;
-  std::int64_t cpu_decoded = 0;    // decoded on the CPU, then copied up
-  std::int64_t deduplicated = 0;  // chunks several requests shared: fetched and decoded once
-  std::int64_t cache_hits = 0;    // chunks taken from the GPU chunk cache (no read, no copy)
+  std::int64_t cpu_decoded = 0;      // decoded on the CPU, then copied up
+  std::int64_t deduplicated = 0;     // chunks several requests shared: fetched and decoded once
+  std::int64_t cache_hits = 0;       // chunks taken from the GPU chunk cache (no read, no copy)
   std::int64_t host_cache_hits = 0;  // chunks taken from the pinned host cache (no read)
-  std::uint64_t stored_bytes = 0;  // compressed bytes read
-  std::uint64_t h2d_bytes = 0;     // bytes copied host → device
-  std::int64_t direct_reads = 0;   // chunks read with O_DIRECT (they were not in the page cache)
-  std::string io;                  // "pread → pinned → H2D" or "cuFile (...)"
+  std::uint64_t stored_bytes = 0;    // compressed bytes read
+  std::uint64_t h2d_bytes = 0;       // bytes copied host → device
+  std::int64_t direct_reads = 0;     // chunks read with O_DIRECT (they were not in the page cache)
+  std::string io;                    // "pread → pinned → H2D" or "cuFile (...)"
   // GPU time by stage, summed over batches (CUDA events on the stream): copies up, decoding
   // (nvCOMP and zarrflow's kernels), scatter/fill into the destination.
   double h2d_ms = 0, decode_ms = 0, scatter_ms = 0;

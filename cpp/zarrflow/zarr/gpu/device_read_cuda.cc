@@ -307,9 +307,11 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
       if (it.mode != Mode::kGpu || it.dup_of >= 0) continue;
       it.cache_key = it.arr->store().describe_key(it.key);
       if (it.range)
-        it.cache_key += "#" + std::to_string(it.range->offset) + "+" + std::to_string(it.range->length);
+        it.cache_key +=
+            "#" + std::to_string(it.range->offset) + "+" + std::to_string(it.range->length);
       if (opt_.cache != nullptr) it.cached = opt_.cache->find(it.cache_key);
-      if (!it.cached && opt_.host_cache != nullptr) it.host_cached = opt_.host_cache->find(it.cache_key);
+      if (!it.cached && opt_.host_cache != nullptr)
+        it.host_cached = opt_.host_cache->find(it.cache_key);
       const auto& hit = it.cached ? it.cached : it.host_cached;
       if (hit) {
         it.payload = hit->payload;
@@ -510,7 +512,8 @@ Status ReadOp::prepare_item(Item& it, const std::byte* staged, const Nvcomp* nvc
 Status ReadOp::prepare(Batch& b) {
   NvtxRange nvtx("zarrflow host checks");
   const std::byte* staged = b.staging.data();
-  ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, b.items.size(), [&](std::size_t k) -> Status {
+  ThreadPool* work = opt_.decode_pool != nullptr ? opt_.decode_pool : opt_.pool;
+  ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
     if (it.mode != Mode::kGpu || it.direct || it.dup_of >= 0 || it.cached || it.host_cached)
       return {};
@@ -545,7 +548,7 @@ Status ReadOp::prepare(Batch& b) {
   if (cpu_total > 0) {
     ZF_ASSIGN_OR_RETURN(b.cpu_host, pinned_.acquire(cpu_total));
     std::byte* cpu = b.cpu_host.data();
-    ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, b.items.size(), [&](std::size_t k) -> Status {
+    ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
       const Item& it = items_[b.items[k]];
       if (it.mode != Mode::kCpu) return {};
       std::int64_t elems = 1;
@@ -898,7 +901,8 @@ Status ReadOp::finish(Batch& b) {
     if (items_[idx].dup_of >= 0 && failed.count(std::uint32_t(items_[idx].dup_of)))
       failed.insert(std::uint32_t(idx));
   for (auto& [idx, chunk] : b.to_cache)  // complete now; never cache what failed to decode
-    if (!failed.count(std::uint32_t(idx))) opt_.cache->insert(items_[idx].cache_key, std::move(chunk));
+    if (!failed.count(std::uint32_t(idx)))
+      opt_.cache->insert(items_[idx].cache_key, std::move(chunk));
   if (opt_.host_cache != nullptr) {  // pinned copies of what was read (the staging is still ours)
     for (std::size_t idx : b.items) {
       const Item& it = items_[idx];
