@@ -168,6 +168,29 @@ py::Tensor read_host_tensor(const Array& arr, const Selection& sel, Executor* ex
 }
 
 #ifdef ZARRFLOW_HAVE_CUDA
+// The read report as a dict (every counter; see gpu::DeviceReadReport).
+nb::dict report_dict(const gpu::DeviceReadReport& report) {
+  nb::dict r;
+  r["chunks"] = report.chunks;
+  r["missing"] = report.missing;
+  r["gpu_decoded"] = report.gpu_decoded;
+  r["cpu_decoded"] = report.cpu_decoded;
+  r["deduplicated"] = report.deduplicated;
+  r["cache_hits"] = report.cache_hits;
+  r["host_cache_hits"] = report.host_cache_hits;
+  r["stored_bytes"] = report.stored_bytes;
+  r["h2d_bytes"] = report.h2d_bytes;
+  r["direct_reads"] = report.direct_reads;
+  r["io"] = report.io;
+  r["h2d_ms"] = report.h2d_ms;
+  r["decode_ms"] = report.decode_ms;
+  r["scatter_ms"] = report.scatter_ms;
+  nb::list notes;
+  for (const auto& n : report.notes) notes.append(n);
+  r["notes"] = notes;
+  return r;
+}
+
 gpu::DeviceReader& device_reader() {
   static auto* reader = new gpu::DeviceReader();  // process lifetime: pools outlive every tensor
   return *reader;
@@ -232,21 +255,7 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
   st->wait_on = [ready](std::uintptr_t consumer) {
     cudaStreamWaitEvent(as_stream(consumer), ready->get(), 0);
   };
-  nb::dict r;
-  r["chunks"] = report.chunks;
-  r["missing"] = report.missing;
-  r["gpu_decoded"] = report.gpu_decoded;
-  r["cpu_decoded"] = report.cpu_decoded;
-  r["stored_bytes"] = report.stored_bytes;
-  r["h2d_bytes"] = report.h2d_bytes;
-  r["direct_reads"] = report.direct_reads;
-  r["io"] = report.io;
-  r["h2d_ms"] = report.h2d_ms;
-  r["decode_ms"] = report.decode_ms;
-  r["scatter_ms"] = report.scatter_ms;
-  nb::list notes;
-  for (const auto& n : report.notes) notes.append(n);
-  r["notes"] = notes;
+  nb::dict r = report_dict(report);
   return nb::make_tuple(py::Tensor{st}, r);
 }
 #endif
@@ -348,17 +357,7 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target,
     }();
   }
   throw_if_error(std::move(s));
-  out["chunks"] = report.chunks;
-  out["missing"] = report.missing;
-  out["gpu_decoded"] = report.gpu_decoded;
-  out["cpu_decoded"] = report.cpu_decoded;
-  out["deduplicated"] = report.deduplicated;
-  out["cache_hits"] = report.cache_hits;
-  out["host_cache_hits"] = report.host_cache_hits;
-  out["stored_bytes"] = report.stored_bytes;
-  nb::list notes;
-  for (const auto& n : report.notes) notes.append(n);
-  out["notes"] = notes;
+  out = report_dict(report);
   return out;
 #else
   (void)decode;

@@ -41,6 +41,13 @@ Status resize_scratch(std::string_view codec, Buffer& scratch, std::size_t n) {
   return {};
 }
 
+Result<ConstByteSpan> decode_known_size(const BytesToBytesCodec& codec, ConstByteSpan in,
+                                        std::size_t n, Buffer& scratch) {
+  ZF_RETURN_IF_ERROR(resize_scratch(codec.name(), scratch, n));
+  ZF_RETURN_IF_ERROR(codec.decode_into(in, scratch.span()));
+  return ConstByteSpan(scratch.span());
+}
+
 Status check_decoded_size(std::string_view codec, std::size_t actual, std::size_t expected) {
   if (actual == expected) return {};
   return corrupt_data(std::string(codec) + ": decoded " + std::to_string(actual) +

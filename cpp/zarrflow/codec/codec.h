@@ -142,6 +142,11 @@ class BytesToBytesCodec : public Codec {
 // legitimate chunk can still exceed memory).
 Status resize_scratch(std::string_view codec, Buffer& scratch, std::size_t n);
 
+// Decodes `in` with `codec.decode_into` into `scratch` resized to exactly `n` bytes (for codecs
+// whose decode() with a known size is their decode_into()).
+Result<ConstByteSpan> decode_known_size(const BytesToBytesCodec& codec, ConstByteSpan in,
+                                        std::size_t n, Buffer& scratch);
+
 // Shared helper: kCorruptData unless `actual == expected`, phrased for `codec`.
 Status check_decoded_size(std::string_view codec, std::size_t actual, std::size_t expected);
 

@@ -60,11 +60,7 @@ class DeflateCodec final : public BytesToBytesCodec {
 
   Result<ConstByteSpan> decode(ConstByteSpan in, std::optional<std::size_t> decoded_size,
                                Buffer& scratch) const override {
-    if (decoded_size) {
-      ZF_RETURN_IF_ERROR(resize(scratch, *decoded_size));
-      ZF_RETURN_IF_ERROR(decode_into(in, scratch.span()));
-      return ConstByteSpan(scratch.span());
-    }
+    if (decoded_size) return decode_known_size(*this, in, *decoded_size, scratch);
     // Unknown size: start from a guess (gzip records the last member's size mod 2^32) and double
     // the buffer whenever a member does not fit.
     const std::uint64_t limit = max_output(in.size());

@@ -95,11 +95,7 @@ class ZstdCodec final : public BytesToBytesCodec {
 
   Result<ConstByteSpan> decode(ConstByteSpan in, std::optional<std::size_t> decoded_size,
                                Buffer& scratch) const override {
-    if (decoded_size) {
-      ZF_RETURN_IF_ERROR(resize(scratch, *decoded_size));
-      ZF_RETURN_IF_ERROR(decode_into(in, scratch.span()));
-      return ConstByteSpan(scratch.span());
-    }
+    if (decoded_size) return decode_known_size(*this, in, *decoded_size, scratch);
     ZF_ASSIGN_OR_RETURN(std::optional<std::uint64_t> declared, declared_size(in));
     if (declared) {
       if (*declared > max_output(in.size()))
