@@ -251,3 +251,11 @@ def test_spatial_windows_with_overlap(store):
 def test_bad_windows(store, kwargs, match):
     with pytest.raises(LoaderError, match=match):
         zarrflow.Loader(store, VARS, device="cpu", output="numpy", **kwargs)
+
+
+def test_progress_lines(store, capsys):
+    ld = zarrflow.Loader(store, VARS, batch_size=2, device="cpu", output="numpy", progress=3)
+    list(ld)
+    lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("zarrflow loader:")]
+    assert len(lines) == len(ld) // 3
+    assert f"3/{len(ld)} batches" in lines[0] and "samples/s" in lines[0]

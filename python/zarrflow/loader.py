@@ -552,10 +552,10 @@ class Loader:
 
         def producer() -> None:
             try:
-                for times in batches:
+                for samples in batches:
                     if stop.is_set():
                         return
-                    item = self._produce(times)
+                    item = self._produce(samples)
                     while not stop.is_set():
                         try:
                             q.put(item, timeout=0.1)
@@ -574,6 +574,7 @@ class Loader:
         worker.start()
         t_start = time.perf_counter()
         total = self._position + len(batches)
+        samples0, bytes0 = self.stats_.samples, self.stats_.batch_bytes  # this epoch's rate
         try:
             while True:
                 t0 = time.perf_counter()
@@ -588,8 +589,8 @@ class Loader:
                 if self.progress and self._position % self.progress == 0:
                     dt = time.perf_counter() - t_start
                     print(f"zarrflow loader: {self._position}/{total} batches, "
-                          f"{self.stats_.samples / dt:.1f} samples/s, "
-                          f"{self.stats_.batch_bytes / 1e9 / dt:.2f} GB/s", flush=True)
+                          f"{(self.stats_.samples - samples0) / dt:.1f} samples/s, "
+                          f"{(self.stats_.batch_bytes - bytes0) / 1e9 / dt:.2f} GB/s", flush=True)
                 yield self._convert(item)
         finally:
             stop.set()
