@@ -2,7 +2,6 @@
 
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <blosc.h>
@@ -17,10 +16,11 @@ namespace zarrflow {
 namespace {
 
 using codec_test::Bytes;
+using codec_test::expect_concurrent_decodes;
 using codec_test::expect_decodes;
+using codec_test::from_hex;
 using codec_test::make;
 using codec_test::sample;
-using codec_test::from_hex;
 
 Bytes compress(const Bytes& src, const char* cname, int shuffle, int typesize,
                std::size_t blocksize = 0, int clevel = 5) {
@@ -231,18 +231,7 @@ TEST(BloscCodec, ConcurrentDecodes) {
   auto codec = default_codec();
   const Bytes src = sample(500000, 13);
   const Bytes enc = compress(src, "zstd", 1, 4);
-  std::vector<std::thread> threads;
-  std::vector<int> good(6, 0);
-  for (int t = 0; t < 6; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 10; ++i) {
-        Bytes out(src.size());
-        if (codec->decode_into(enc, out).ok() && out == src) ++good[t];
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < 6; ++t) EXPECT_EQ(good[t], 10);
+  expect_concurrent_decodes(*codec, enc, src);
 }
 
 TEST(BloscCodec, Configuration) {

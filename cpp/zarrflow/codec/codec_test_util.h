@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -62,6 +63,23 @@ inline void expect_decodes(const BytesToBytesCodec& codec, const Bytes& enc, con
   Bytes out(want.size());
   ASSERT_TRUE(codec.decode_into(enc, out).ok());
   EXPECT_EQ(out, want);
+}
+
+// Many threads decode `enc` through one shared codec at once; every result equals `want`.
+inline void expect_concurrent_decodes(const BytesToBytesCodec& codec, const Bytes& enc,
+                                      const Bytes& want, int threads = 6, int iters = 10) {
+  std::vector<std::thread> pool;
+  std::vector<int> good(threads, 0);
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < iters; ++i) {
+        Bytes out(want.size());
+        if (codec.decode_into(enc, out).ok() && out == want) ++good[t];
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) EXPECT_EQ(good[t], iters) << "thread " << t;
 }
 
 }  // namespace zarrflow::codec_test

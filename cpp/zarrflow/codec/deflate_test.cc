@@ -2,7 +2,6 @@
 
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -17,10 +16,11 @@ namespace zarrflow {
 namespace {
 
 using codec_test::Bytes;
+using codec_test::expect_concurrent_decodes;
 using codec_test::expect_decodes;
+using codec_test::from_hex;
 using codec_test::make;
 using codec_test::sample;
-using codec_test::from_hex;
 
 Bytes compress(DeflateWrapper w, const Bytes& src, int level = 6) {
   libdeflate_compressor* c = libdeflate_alloc_compressor(level);
@@ -171,19 +171,7 @@ TEST(DeflateCodec, ConcurrentDecodes) {
   const Bytes src = sample(300000, 17);
   for (auto w : {DeflateWrapper::kGzip, DeflateWrapper::kZlib}) {
     auto codec = make_deflate_codec(w, 6);
-    const Bytes enc = compress(w, src);
-    std::vector<std::thread> threads;
-    std::vector<int> good(6, 0);
-    for (int t = 0; t < 6; ++t) {
-      threads.emplace_back([&, t] {
-        for (int i = 0; i < 10; ++i) {
-          Bytes out(src.size());
-          if (codec->decode_into(enc, out).ok() && out == src) ++good[t];
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
-    for (int t = 0; t < 6; ++t) EXPECT_EQ(good[t], 10);
+    expect_concurrent_decodes(*codec, compress(w, src), src);
   }
 }
 
