@@ -1,10 +1,11 @@
 """The zarrflow demo: write a small ERA5-like store two ways, inspect it, read it, time it.
 
-1. Writes (once; reused when present) with zarr-python into demo_data/:
+1. Writes (once; reused when present) with `zarrflow synth` into demo_data/ the 6 channels
+   t2m + u/v/t/z/q at 500 hPa:
    - era5_wb2.zarr  — Zarr v2, WeatherBench2-style: one array per variable, (time, level, lat, lon)
      or (time, lat, lon), Blosc-LZ4 byte-shuffle, coordinates as arrays, xarray dims;
    - era5_stacked.zarr — Zarr v3, the hackathon's stacked layout: one (time, channel, lat, lon)
-     array, zstd, sharded by time step with one field per inner chunk.
+     array `data`, zstd, sharded by time step with one field per inner chunk.
 2. Prints `zarrflow inspect` of both.
 3. Reads every array with zarrflow and with zarr-python, checks they agree byte for byte, and
    prints decoded GB/s for both.
@@ -13,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import time
@@ -23,59 +23,7 @@ import numpy as np
 
 import zarrflow
 from zarrflow import cli
-from zarrflow.synthetic import LEVELS, FieldMaker, grid
-
-
-def write_wb2(path: Path, ntime: int, nlat: int, nlon: int) -> None:
-    import numcodecs
-    import zarr
-
-    root = zarr.open_group(str(path), mode="w", zarr_format=2)
-    lat, lon = grid(nlat, nlon)
-    times = np.arange(ntime, dtype="int64") * 6
-    for name, values, dims in (("time", times, ["time"]), ("level", np.array(LEVELS, "int64"), ["level"]),
-                               ("latitude", lat, ["latitude"]), ("longitude", lon, ["longitude"])):
-        a = root.create_array(name, shape=values.shape, dtype=values.dtype, chunks=values.shape,
-                              compressors=None)
-        a[...] = values
-        a.attrs["_ARRAY_DIMENSIONS"] = dims
-    root["time"].attrs["units"] = "hours since 2020-01-01"
-    blosc = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
-    surface = root.create_array("2m_temperature", shape=(ntime, nlat, nlon), dtype="float32",
-                                chunks=(1, nlat, nlon), compressors=blosc, fill_value=np.nan)
-    surface.attrs["_ARRAY_DIMENSIONS"] = ["time", "latitude", "longitude"]
-    maker = FieldMaker("2m_temperature", nlat, nlon, seed=1)
-    for t in range(ntime):
-        surface[t] = maker.at(t)
-    for k, name in enumerate(("u_component_of_wind", "v_component_of_wind", "geopotential")):
-        arr = root.create_array(name, shape=(ntime, len(LEVELS), nlat, nlon), dtype="float32",
-                                chunks=(1, 1, nlat, nlon), compressors=blosc, fill_value=np.nan)
-        arr.attrs["_ARRAY_DIMENSIONS"] = ["time", "level", "latitude", "longitude"]
-        for j, lev in enumerate(LEVELS):
-            maker = FieldMaker(name, nlat, nlon, seed=10 + 3 * k + j, level=lev)
-            for t in range(ntime):
-                arr[t, j] = maker.at(t)
-    zarr.consolidate_metadata(str(path))
-
-
-def write_stacked(path: Path, wb2: zarrflow.Group) -> None:
-    import zarr
-    from zarr.codecs import ZstdCodec
-
-    channels = [("2m_temperature", None)] + [(v, j) for v in ("u_component_of_wind",
-                                                             "v_component_of_wind", "geopotential")
-                                             for j in range(len(LEVELS))]
-    t2m = wb2["2m_temperature"]
-    ntime, nlat, nlon = t2m.shape
-    arr = zarr.create_array(str(path), shape=(ntime, len(channels), nlat, nlon), dtype="float32",
-                            chunks=(1, 1, nlat, nlon), shards=(1, len(channels), nlat, nlon),
-                            compressors=ZstdCodec(level=3), fill_value=np.nan,
-                            dimension_names=["time", "channel", "latitude", "longitude"],
-                            zarr_format=3)
-    arr.attrs["channels"] = [n if j is None else f"{n}@{LEVELS[j]}" for n, j in channels]
-    for t in range(ntime):
-        block = np.stack([wb2[n][t] if j is None else wb2[n][t, j] for n, j in channels])
-        arr[t] = block
+from zarrflow.synth import SynthSpec, synth
 
 
 def timed_read(fn, repeats: int = 3) -> tuple[float, object]:
@@ -104,8 +52,12 @@ def main() -> int:
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
         print(f"writing ERA5-like stores ({args.ntime} steps on a {nlat}x{nlon} grid) ...", flush=True)
         t0 = time.perf_counter()
-        write_wb2(wb2_path, args.ntime, nlat, nlon)
-        write_stacked(stacked_path, zarrflow.open_group(wb2_path))
+        for path, layout in ((wb2_path, "wb2"), (stacked_path, "stacked")):
+            spec = SynthSpec(layout=layout, ntime=args.ntime, nlat=nlat, nlon=nlon,
+                             shard=layout == "stacked")
+            report = synth(path, spec, overwrite=True)
+            print(f"{path.name}: {spec.resolved_codec()}, stored/decoded ratio "
+                  f"{report.decoded / report.stored:.2f}")
         stamp.touch()
         print(f"  written in {time.perf_counter() - t0:.1f} s")
 
