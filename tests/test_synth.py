@@ -64,6 +64,9 @@ def test_wb2_layout(tmp_path):
         ours = g[name][...]
         np.testing.assert_array_equal(ours, zarr.open_array(str(tmp_path / "w.zarr" / name))[...])
         np.testing.assert_array_equal(ours, ts_read(tmp_path / "w.zarr" / name, "zarr"))
+    xr = pytest.importorskip("xarray")
+    ds = xr.open_zarr(tmp_path / "w.zarr")  # coordinates are not masked by a fill value
+    assert not ds.time.isnull().any() and ds.longitude[0] == 0 and (ds.level == [500, 850]).all()
     # Pressure levels differ (the generator scales by level), time steps differ (weather moves).
     assert not np.array_equal(u[0, 0], u[0, 1]) and not np.array_equal(u[0, 0], u[1, 0])
 

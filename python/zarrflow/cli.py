@@ -1,4 +1,4 @@
-"""The zarrflow command line: ``zarrflow inspect PATH``, ``zarrflow synth PATH``."""
+"""The zarrflow command line: ``zarrflow inspect``, ``zarrflow synth``, ``zarrflow rechunk``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from . import errors, synth
+from . import errors, rechunk, synth
 from ._api import Array, Group, open as zf_open
 
 
@@ -86,12 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     p_inspect.add_argument("--no-storage", action="store_true",
                            help="skip listing chunks (faster on huge stores)")
     synth.add_parser(sub)
+    rechunk.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "inspect":
             inspect(args.path, deep=not args.no_storage)
         elif args.command == "synth":
             synth.run(args)
+        elif args.command == "rechunk":
+            rechunk.run(args)
     except errors.ZarrflowError as e:
         print(f"zarrflow: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

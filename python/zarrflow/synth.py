@@ -31,6 +31,7 @@ from typing import TextIO
 import numpy as np
 
 from . import errors
+from ._codec_choice import CodecChoice
 from ._progress import Progress
 from .synthetic import FieldMaker, grid
 
@@ -81,7 +82,7 @@ class SynthSpec:
             raise bad("synth: pressure-level variables need at least one level")
         if self.shard and self.layout != "stacked":
             raise bad("synth: --shard applies to the stacked (Zarr v3) layout only")
-        _parse_codec(self.resolved_codec())
+        CodecChoice.parse(self.resolved_codec(), "synth")
 
     def resolved_codec(self) -> str:
         return self.codec or ("blosc-lz4" if self.layout == "wb2" else "zstd:3")
@@ -112,47 +113,15 @@ class SynthReport:
         return "\n".join(lines)
 
 
-def _parse_codec(text: str) -> tuple[str, str | None, int | None]:
-    """``"blosc-lz4:5"`` → ("blosc", "lz4", 5); ``"zstd"`` → ("zstd", None, None)."""
-    name, _, level_s = text.partition(":")
-    try:
-        level = int(level_s) if level_s else None
-    except ValueError:
-        raise errors.InvalidArgumentError(f"synth: codec level must be an integer in {text!r}") from None
-    kind, _, cname = name.partition("-")
-    if kind == "blosc":
-        if cname not in ("lz4", "lz4hc", "blosclz", "zstd", "zlib"):
-            raise errors.InvalidArgumentError(f"synth: unknown blosc compressor in {text!r}")
-        return kind, cname, level
-    if kind in ("none", "zstd", "gzip") and not cname:
-        if kind == "none" and level is not None:
-            raise errors.InvalidArgumentError(f"synth: codec 'none' takes no level ({text!r})")
-        return kind, None, level
-    raise errors.InvalidArgumentError(
-        f"synth: unknown codec {text!r}; use none, zstd[:level], gzip[:level] or blosc-<cname>[:level]")
-
-
-def _compressors(text: str, zarr_format: int):
-    kind, cname, level = _parse_codec(text)
-    if kind == "none":
+def _compressors(text: str, zarr_format: int) -> list | None:
+    choice = CodecChoice.parse(text, "synth")
+    if choice.kind == "none":
         return None
     if zarr_format == 2:
         import numcodecs
 
-        if kind == "blosc":
-            return numcodecs.Blosc(cname=cname, clevel=5 if level is None else level,
-                                   shuffle=numcodecs.Blosc.SHUFFLE)
-        if kind == "zstd":
-            return numcodecs.Zstd(level=3 if level is None else level)
-        return numcodecs.GZip(level=6 if level is None else level)
-    from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
-
-    if kind == "blosc":
-        return BloscCodec(cname=cname, clevel=5 if level is None else level, shuffle="shuffle",
-                          typesize=4)
-    if kind == "zstd":
-        return ZstdCodec(level=3 if level is None else level)
-    return GzipCodec(level=6 if level is None else level)
+        return numcodecs.get_codec(choice.v2_compressor())
+    return choice.v3_codecs(itemsize=4)
 
 
 def _stored_bytes(path: Path) -> int:
@@ -172,7 +141,9 @@ def _write_coords(root, spec: SynthSpec, zarr_format: int, with_level: bool) -> 
     if with_level:
         coords.append(("level", np.array(spec.levels, "int64"), {"units": "hPa"}))
     for name, values, attrs in coords:
-        kw = {"dimension_names": [name]} if zarr_format == 3 else {}
+        # v2: null fill value, or xarray would mask the coordinate value equal to it (time 0, the
+        # equator, the prime meridian); v3 fill values are never used as a mask by xarray.
+        kw = {"dimension_names": [name]} if zarr_format == 3 else {"fill_value": None}
         a = root.create_array(name, shape=values.shape, dtype=values.dtype, chunks=values.shape,
                               compressors=None, **kw)
         a[...] = values
