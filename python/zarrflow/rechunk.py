@@ -79,6 +79,7 @@ class ArrayPlan:
     attrs: dict
     read: Callable[[tuple[slice, ...]], np.ndarray]
     source_chunks: tuple[int, ...]
+    source_format: int = 3
 
     @property
     def write_block(self) -> tuple[int, ...]:
@@ -120,7 +121,8 @@ def _target_shape(dims, shape, default, per_dim: dict[str, int], what: str, name
     return tuple(out)
 
 
-def _finish_plan(name, shape, dtype, dims, fill, attrs, read, source_chunks, opts: Options) -> ArrayPlan:
+def _finish_plan(name, shape, dtype, dims, fill, attrs, read, source_chunks, opts: Options,
+                 source_format: int = 3) -> ArrayPlan:
     chunks = _target_shape(dims, shape, source_chunks, opts.chunks, "chunk", name)
     shards = None
     if opts.shards is not None:
@@ -132,7 +134,7 @@ def _finish_plan(name, shape, dtype, dims, fill, attrs, read, source_chunks, opt
                 raise RechunkError(f"rechunk: {name!r}: chunk {c} does not divide shard {s} along "
                                    f"{d!r} (chunks {chunks}, shards {shards})")
     return ArrayPlan(name, tuple(shape), dtype, dims, chunks, shards, fill, attrs, read,
-                     tuple(source_chunks))
+                     tuple(source_chunks), source_format)
 
 
 def _walk(node: Group, prefix: str = "") -> Iterator[tuple[str, Array]]:
@@ -154,7 +156,7 @@ def _array_plan(name: str, arr: Array, opts: Options) -> ArrayPlan:
 
     dims = tuple(arr.dims) if arr.dims and all(d is not None for d in arr.dims) else None
     return _finish_plan(name, arr.shape, arr.dtype, dims, arr.fill_value, _clean_attrs(arr.attrs),
-                        read, arr.chunks, opts)
+                        read, arr.chunks, opts, arr.zarr_format)
 
 
 def _stack_plans(group: Group, opts: Options) -> tuple[ArrayPlan, set[str]]:
@@ -282,9 +284,14 @@ def _ts_spec(root: Path, p: ArrayPlan, opts: Options) -> dict:
     choice = CodecChoice.parse(opts.codec, "rechunk")
     path = str(root / p.name) if p.name else str(root)
     if opts.zarr_format == 2:
+        fill = p.fill_value
+        if p.source_format == 3 and fill is not None and not np.asarray(fill).any():
+            # v3 → v2: a zero fill becomes null (missing chunks still read as zeros), since xarray
+            # takes a v2 fill_value as a mask and would hide every real 0 (time 0, the equator).
+            fill = None
         meta = {"shape": list(p.shape), "chunks": list(p.chunks), "dtype": p.dtype.newbyteorder("<").str
                 if p.dtype.itemsize > 1 else p.dtype.str,
-                "compressor": choice.v2_compressor(), "fill_value": _fill_json(p.fill_value, p.dtype),
+                "compressor": choice.v2_compressor(), "fill_value": _fill_json(fill, p.dtype),
                 "order": "C", "filters": None}
         return {"driver": "zarr", "kvstore": {"driver": "file", "path": path}, "metadata": meta}
     inner = [{"name": "bytes", "configuration": {"endian": "little"}}] + choice.v3_codecs(p.dtype.itemsize)
@@ -394,6 +401,15 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
     copies = 2 if opts.verify else 1
     per_unit_budget = max(memory // (copies * 2), 1)
 
+    work = []
+    for p in plans:
+        wb_bytes = math.prod(p.write_block) * p.dtype.itemsize
+        if wb_bytes * copies > memory:
+            raise RechunkError(f"rechunk: one {'shard' if p.shards else 'chunk'} of {p.name!r} "
+                               f"({wb_bytes / 2**20:.1f} MiB) does not fit in --memory "
+                               f"{memory / 2**20:.1f} MiB")
+        work += [(p, k, region) for k, region in enumerate(units(p, unit_shape(p, per_unit_budget)))]
+
     partial = dest.parent / (dest.name + ".partial")
     journal = partial / JOURNAL
     digest = _plan_digest(source, plans, opts)
@@ -419,20 +435,9 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
     try:
         if is_group:
             _write_group_meta(partial, plans, root_attrs, opts)
-        handles, work = {}, []
-        for p in plans:
-            wb_bytes = math.prod(p.write_block) * p.dtype.itemsize
-            if wb_bytes * copies > memory:
-                raise RechunkError(f"rechunk: one {'shard' if p.shards else 'chunk'} of {p.name!r} "
-                                   f"({wb_bytes / 2**20:.0f} MiB) does not fit in --memory "
-                                   f"{memory / 2**20:.0f} MiB")
-            handles[p.name] = ts.open(_ts_spec(partial, p, opts), create=True, open=True).result()
-            ushape = unit_shape(p, per_unit_budget)
-            for k, region in enumerate(units(p, ushape)):
-                work.append((p, k, region))
+        handles = {p.name: ts.open(_ts_spec(partial, p, opts), create=True, open=True).result()
+                   for p in plans}
     except (OSError, ValueError) as e:
-        if isinstance(e, errors.ZarrflowError):
-            raise
         raise errors.StoreIOError(f"rechunk: writing metadata under {partial} failed: {e}") from e
 
     mine = [w for idx, w in enumerate(work) if idx % n_parts == i_part]
