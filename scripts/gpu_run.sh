@@ -2,7 +2,8 @@
 # Runs on the GPU host (through the `device` tool) from the repository root, with .gpu/ (built by
 # scripts/build_gpu_bundle.sh) and .whl/ (peer wheels: zarr, numcodecs, nvidia-libnvcomp-cu13)
 # carried along. Writes logs and results under $OUT (or ./gpu_out).
-#   scripts/gpu_run.sh [test|bench|loader|all]   (default all; `loader` = tests + loader bench)
+#   scripts/gpu_run.sh [test|bench|loader|rechunk|all]   (default all; `loader` = tests + loader
+#          bench; `rechunk` = synth/rechunk tests + benchmarks/bench_rechunk.py on this host's cores)
 #   test:  C++ tests (CPU + GPU), compute-sanitizer memcheck of the GPU tests, the Python GPU,
 #          DLPack and conformance suites
 #   bench: benchmarks/bench_read.py (CPU, 16 threads) and benchmarks/bench_gpu.py
@@ -46,6 +47,14 @@ if [ "$WHAT" = loader ]; then
   python3 benchmarks/bench_loader.py --data /tmp/zarrflow_bench --out "$OUT" \
     2>/tmp/bench_loader_stderr.log | tee -a "$OUT/tests.log"
   tail -5 /tmp/bench_loader_stderr.log
+fi
+if [ "$WHAT" = rechunk ]; then
+  echo "== synth / rechunk tests and benchmark" | tee -a "$OUT/tests.log"
+  timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_synth.py tests/test_rechunk.py \
+    2>&1 | tail -3 | tee -a "$OUT/tests.log"
+  python3 benchmarks/bench_rechunk.py --ntime "${RECHUNK_NTIME:-48}" --work /tmp/zarrflow_rechunk \
+    --tag "gpuhost_$(nproc)c" --out "$OUT" 2>/tmp/bench_rechunk_stderr.log | tee -a "$OUT/tests.log"
+  tail -3 /tmp/bench_rechunk_stderr.log
 fi
 if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   echo "== GPU benchmark"
