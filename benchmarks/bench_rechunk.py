@@ -51,6 +51,31 @@ def tensorstore_copy(src: Path, dst: Path, opts: Options) -> float:
     return time.perf_counter() - t0
 
 
+def plot(runs: list[dict], path: Path) -> None:
+    """Grouped bars: GB/s per case and tool, one panel per host."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tools = ("zarrflow", "zarrflow --verify", "tensorstore")
+    fig, axes = plt.subplots(1, len(runs), figsize=(6.5 * len(runs), 4.2), squeeze=False)
+    for ax, res in zip(axes[0], runs):
+        cases = list(res["cases"])
+        x = np.arange(len(cases))
+        for k, tool in enumerate(tools):
+            vals = [res["cases"][c][tool]["GBps"] for c in cases]
+            ax.bar(x + (k - 1) * 0.27, vals, 0.27, label=tool)
+        ax.set_xticks(x, [c.replace(", ", "\n", 1) for c in cases], fontsize=7)
+        ax.set_ylabel("GB/s (decoded bytes / wall s)")
+        ax.set_title(f"{res['host']}: {res['cpus']} CPUs, {res['bytes'] / 1e9:.2f} GB, {res['date']}",
+                     fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle("zarrflow rechunk vs tensorstore copy (WB2 v2 source → Zarr v3)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ntime", type=int, default=16)
@@ -59,7 +84,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("docs/results"))
     ap.add_argument("--tag", default=platform.node())
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--replot", nargs="+", type=Path, metavar="JSON",
+                    help="only draw the plot from earlier result files")
     args = ap.parse_args()
+    if args.replot:
+        plot([json.loads(p.read_text()) for p in args.replot], args.out / "bench_rechunk.png")
+        return 0
     nlat, nlon = (int(x) for x in args.grid.split("x"))
     args.work.mkdir(parents=True, exist_ok=True)
     src = args.work / "src.zarr"
@@ -109,6 +139,10 @@ def main() -> int:
                      f"{row['ratio tensorstore/zarrflow --verify (time)']:.2f} |")
     (args.out / f"bench_rechunk_{args.tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    try:
+        plot([results], args.out / f"bench_rechunk_{args.tag}.png")
+    except ImportError:
+        print("matplotlib is not installed: no plot", file=sys.stderr)
     return 0
 
 
