@@ -272,3 +272,56 @@ def test_cli(wb2, tmp_path):
     assert r.returncode == 1 and "dim=size" in r.stderr
     r = run_cli("rechunk", str(wb2), str(tmp_path / "x"), "--part", "3/2")
     assert r.returncode == 1 and "part" in r.stderr
+
+
+def test_write_failure_like_a_full_disk_is_clear_and_resumable(wb2, tmp_path, monkeypatch):
+    import zarrflow.rechunk as R
+
+    real_open = R._open_output
+    state = {"writes": 0}
+
+    class FullDisk:
+        def __init__(self, h):
+            self.h = h
+
+        def __getitem__(self, region):
+            target = self.h[region]
+
+            class W:
+                def write(self, block):
+                    state["writes"] += 1
+                    if state["writes"] >= 4:
+                        raise ValueError("Error writing local file: [OS error 28: No space left on device]")
+                    return target.write(block)
+            return W()
+
+    monkeypatch.setattr(R, "_open_output", lambda spec: FullDisk(real_open(spec)))
+    dst = tmp_path / "f.zarr"
+    with pytest.raises(errors.StoreIOError, match=r"No space left.*rerun the same command"):
+        rechunk(wb2, dst, Options(chunks={"time": 1}, threads=1), progress=False)
+    assert not dst.exists()
+    monkeypatch.setattr(R, "_open_output", real_open)
+    rep = rechunk(wb2, dst, Options(chunks={"time": 1}, threads=1), progress=False)
+    assert rep.finalized and rep.skipped == 3
+    check_everywhere(wb2, dst, ["temperature", "2m_temperature"], 3)
+
+
+def test_parts_started_at_once_in_separate_processes(wb2, tmp_path):
+    dst = tmp_path / "cc.zarr"
+    procs = [subprocess.Popen([sys.executable, "-m", "zarrflow", "rechunk", str(wb2), str(dst),
+                               "--chunks", "time=1", "--part", f"{i}/3", "--quiet", "--threads", "1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    assert sum("complete" in o[0] and "waiting" not in o[0] for o in outs) == 1
+    check_everywhere(wb2, dst, ["temperature", "geopotential", "time"], 3)
+    assert not (tmp_path / "cc.zarr.partial").exists()
+
+
+def test_foreign_partial_folder_is_left_alone(wb2, tmp_path):
+    (tmp_path / "o.zarr.partial").mkdir()
+    (tmp_path / "o.zarr.partial" / "mine.txt").write_text("keep")
+    with pytest.raises(RechunkError, match="not a rechunk in progress"):
+        rechunk(wb2, tmp_path / "o.zarr", Options(), progress=False)
+    assert (tmp_path / "o.zarr.partial" / "mine.txt").read_text() == "keep"

@@ -315,6 +315,37 @@ def _ts_spec(root: Path, p: ArrayPlan, opts: Options) -> dict:
     return {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}, "metadata": meta}
 
 
+def _claim_partial(partial: Path, journal: Path, digest: str) -> None:
+    """Create or join ``<dest>.partial`` for this request. Safe when parts start at once: the
+    plan file appears atomically (link of a fully written file), and a `.partial` that is not a
+    rechunk in progress is never deleted or mixed with."""
+    import time
+
+    if partial.exists() and not journal.exists():
+        time.sleep(1.0)  # another part may be between creating the folder and its journal
+        if not journal.exists():
+            raise RechunkError(f"rechunk: {partial} exists but is not a rechunk in progress; "
+                               "remove it")
+    journal.mkdir(parents=True, exist_ok=True)
+    plan_file = journal / "plan"
+    tmp = journal / f"plan.{os.getpid()}.{threading.get_ident()}"
+    tmp.write_text(digest)
+    try:
+        os.link(tmp, plan_file)
+    except FileExistsError:
+        if plan_file.read_text() != digest:
+            raise RechunkError(f"rechunk: {partial} holds an interrupted run of a different "
+                               "request; remove it or rerun that request") from None
+    finally:
+        tmp.unlink()
+
+
+def _open_output(spec: dict):
+    import tensorstore as ts
+
+    return ts.open(spec, create=True, open=True).result()
+
+
 def _write_group_meta(root: Path, plans: list[ArrayPlan], attrs: dict, opts: Options) -> None:
     groups = {""} | {str(Path(p.name).parent) for p in plans if "/" in p.name}
     for g in groups:
@@ -384,9 +415,12 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
     """Rechunk/convert ``source`` into ``dest``; see the module docstring."""
     import time
 
-    import tensorstore as ts
-
     t0 = time.perf_counter()
+    try:
+        import tensorstore  # noqa: F401  (the writer)
+    except ImportError as e:
+        raise errors.UnsupportedError(f"rechunk writes through tensorstore, which is not installed "
+                                      f"({e}); pip install 'zarrflow[tools]'") from e
     i_part, n_parts = part
     if not (n_parts >= 1 and 0 <= i_part < n_parts):
         raise RechunkError(f"rechunk: part must be i/n with 0 <= i < n, got {i_part}/{n_parts}")
@@ -414,16 +448,7 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
     journal = partial / JOURNAL
     digest = _plan_digest(source, plans, opts)
     try:
-        if journal.exists():
-            old = (journal / "plan").read_text() if (journal / "plan").exists() else ""
-            if old != digest:
-                raise RechunkError(f"rechunk: {partial} holds an interrupted run of a different "
-                                   "request; remove it or rerun that request")
-        else:
-            if partial.exists():
-                shutil.rmtree(partial)
-            journal.mkdir(parents=True)
-            (journal / "plan").write_text(digest)
+        _claim_partial(partial, journal, digest)
     except OSError as e:
         raise errors.StoreIOError(f"rechunk: cannot create {partial}: {e.strerror or e}") from e
 
@@ -435,8 +460,7 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
     try:
         if is_group:
             _write_group_meta(partial, plans, root_attrs, opts)
-        handles = {p.name: ts.open(_ts_spec(partial, p, opts), create=True, open=True).result()
-                   for p in plans}
+        handles = {p.name: _open_output(_ts_spec(partial, p, opts)) for p in plans}
     except (OSError, ValueError) as e:
         raise errors.StoreIOError(f"rechunk: writing metadata under {partial} failed: {e}") from e
 
