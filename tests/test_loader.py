@@ -129,6 +129,24 @@ def test_nans_are_counted(store):
     assert ld.stats()["nans"] == 2 * 4 * NLON
 
 
+def test_time_range_splits_without_leakage(store):
+    split = NT - 4
+    train = zarrflow.Loader(store, ["t2m"], batch_size=1, device="cpu", output="numpy",
+                            shuffle=False, time_range=(0, split), input_steps=2, lead=1,
+                            target_steps=1, layout="BTCHW")
+    val = zarrflow.Loader(store, ["t2m"], batch_size=1, device="cpu", output="numpy",
+                          shuffle=False, time_range=(split, NT), input_steps=2, lead=1,
+                          target_steps=1, layout="BTCHW")
+    tt = [int(b["time"][0]) for b in train]
+    vt = [int(b["time"][0]) for b in val]
+    # inputs t-1, t and target t+1 all inside the range
+    assert tt == list(range(1, split - 1)) and vt == list(range(split + 1, NT - 1))
+    g = zarrflow.open_group(store)
+    b = next(iter(val))
+    np.testing.assert_array_equal(b["x"][0, :, 0], g["t2m"][split:split + 2])
+    np.testing.assert_array_equal(b["y"][0, 0, 0], g["t2m"][split + 2])
+
+
 def test_sampling_is_deterministic_and_ddp_shards_are_disjoint():
     samples = np.arange(103)
     a = epoch_order(samples, seed=1, epoch=2, shuffle=True)
@@ -192,6 +210,9 @@ def test_rank_split_covers_epoch(store):
     (dict(variables=["t2m"], batch_size=50), "no batches"),
     (dict(variables=["t2m"], dtype="int8"), "dtype"),
     (dict(variables=["t2m"], normalize={"mean": [0], "std": [0]}), "positive"),
+    (dict(variables=["t2m"], time_range=(5, 5)), "not inside"),
+    (dict(variables=["t2m"], time_range=(0, 99)), "not inside"),
+    (dict(variables=["t2m"], time_range=(3, 4)), "no sample fits"),
 ])
 def test_bad_settings_are_clear_errors(store, kwargs, match):
     variables = kwargs.pop("variables")

@@ -267,7 +267,9 @@ class Loader:
     "error"), ``gpu_decode``, ``threads`` (I/O pool) and ``decode_threads`` (a separate pool for
     host checks and CPU-fallback decodes), ``progress`` (print a rate line every N batches),
     ``cache_gb`` / ``host_cache_gb`` (GPU / pinned host memory for compressed chunks kept
-    across epochs; 0 = no cache; the GPU tier is asked first).
+    across epochs; 0 = no cache; the GPU tier is asked first), ``time_range`` ((start, stop)
+    time indices that every input and target step of a sample must lie in: train/validation
+    splits without leakage across the boundary).
     """
 
     def __init__(self, store: Any, variables: Sequence[str], *, batch_size: int = 16,
@@ -280,7 +282,8 @@ class Loader:
                  threads: int | None = None, decode_threads: int | None = None,
                  time_dim: str = "time", level_dim: str = "level",
                  channel_dim: str = "channel", block: int = 8, buffer: int = 64,
-                 progress: int = 0, cache_gb: float = 0.0, host_cache_gb: float = 0.0):
+                 progress: int = 0, cache_gb: float = 0.0, host_cache_gb: float = 0.0,
+                 time_range: tuple[int, int] | None = None):
         self.spec = DatasetSpec.build(store, variables, time_dim=time_dim, level_dim=level_dim,
                                       channel_dim=channel_dim)
         if batch_size < 1:
@@ -312,6 +315,16 @@ class Loader:
         self.crop = self._crop(crop or {})
         self.patch_size, self.patch_origins = self._patches(input_dims or {}, input_overlap or {})
         self.times = valid_times(self.spec.ntime, input_steps, lead, target_steps)
+        if time_range is not None:
+            start, stop = time_range
+            if not 0 <= start < stop <= self.spec.ntime:
+                raise LoaderError(f"time_range {time_range} is not inside [0, {self.spec.ntime})")
+            last = lead + target_steps - 1 if target_steps else 0
+            self.times = self.times[(self.times - input_steps + 1 >= start)
+                                    & (self.times + last < stop)]
+            if not len(self.times):
+                raise LoaderError(f"no sample fits in time_range {time_range} with "
+                                  f"{input_steps} input and {target_steps} target steps")
         # A sample is (time, patch): id = time index * patches + patch index.
         self.samples = np.arange(len(self.times) * len(self.patch_origins))
         self.rank, self.world_size = _rank_world(rank, world_size)
