@@ -3,7 +3,8 @@
 # scripts/build_gpu_bundle.sh) and .whl/ (peer wheels: zarr, numcodecs, nvidia-libnvcomp-cu13)
 # carried along. Writes logs and results under $OUT (or ./gpu_out).
 #   scripts/gpu_run.sh [test|bench|loader|rechunk|all]   (default all; `loader` = tests + loader
-#          bench; `rechunk` = synth/rechunk tests + benchmarks/bench_rechunk.py on this host's cores)
+#          bench; `rechunk` = synth/rechunk tests + benchmarks/bench_rechunk.py on this host's cores;
+#          `train` = examples/train_unet.py runs: synthetic, zarrflow GPU/CPU, baseline loaders)
 #   test:  C++ tests (CPU + GPU), compute-sanitizer memcheck of the GPU tests, the Python GPU,
 #          DLPack and conformance suites
 #   bench: benchmarks/bench_read.py (CPU, 16 threads) and benchmarks/bench_gpu.py
@@ -55,6 +56,16 @@ if [ "$WHAT" = rechunk ]; then
   python3 benchmarks/bench_rechunk.py --ntime "${RECHUNK_NTIME:-48}" --work /tmp/zarrflow_rechunk \
     --tag "gpuhost_$(nproc)c" --out "$OUT" 2>/tmp/bench_rechunk_stderr.log | tee -a "$OUT/tests.log"
   tail -3 /tmp/bench_rechunk_stderr.log
+fi
+if [ "$WHAT" = train ]; then
+  echo "== U-Net training: synthetic vs zarrflow vs baseline (6 channels, 721x1440)" | tee -a "$OUT/tests.log"
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_loader_gpu.py 2>&1 | tail -2 | tee -a "$OUT/tests.log"
+  python3 -m zarrflow synth /tmp/zf_train.zarr --layout wb2 --ntime "${TRAIN_NTIME:-160}" --quiet \
+    2>&1 | tail -2 | tee -a "$OUT/tests.log"
+  python3 examples/train_unet.py --store /tmp/zf_train.zarr --bf16 --channels-last --epochs 3 \
+    --runs synthetic,zarrflow-gpu,zarrflow-cpu,baseline-tensorstore --out "$OUT" 2>&1 | tee -a "$OUT/train.log"
+  python3 examples/train_unet.py --store /tmp/zf_train.zarr --bf16 --epochs 2 --no-train \
+    --runs zarrflow-gpu,baseline-tensorstore,baseline-xarray --out "$OUT" 2>&1 | tee -a "$OUT/train.log"
 fi
 if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   echo "== GPU benchmark"

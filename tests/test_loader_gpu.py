@@ -157,3 +157,15 @@ def test_pinned_host_chunk_cache(store):
     list(both)
     list(both)
     assert both.stats()["cache_hits"] > 0  # the GPU tier answers first
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_cpu_loader_gives_torch_tensors(store, dtype):
+    kw = dict(batch_size=2, shuffle=False, dtype=dtype, normalize={"mean": [1, 2, 3], "std": [2, 2, 2]})
+    a = next(iter(zarrflow.Loader(store, VARS, device="cpu", output="torch", **kw)))
+    b = next(iter(zarrflow.Loader(store, VARS, device="cpu", output="numpy", **kw)))
+    assert isinstance(a["x"], torch.Tensor) and a["x"].device.type == "cpu"
+    assert a["x"].dtype == (torch.bfloat16 if dtype == "bfloat16" else torch.float32)
+    assert np.array_equal(a["x"].float().numpy(), b["x"].astype(np.float32))
+    g = next(iter(zarrflow.Loader(store, VARS, device="cuda", output="torch", **kw)))
+    assert torch.equal(g["x"].cpu(), a["x"])  # the GPU path equals the CPU path, bit for bit

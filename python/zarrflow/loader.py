@@ -524,7 +524,12 @@ class Loader:
 
     def _convert(self, item: dict) -> dict:
         t = item["raw"]
-        if isinstance(t, np.ndarray):
+        if isinstance(t, np.ndarray) and self.output == "torch":  # CPU batch (normalised/cast)
+            import torch
+
+            full = (torch.from_numpy(t.view(np.int16)).view(torch.bfloat16)
+                    if t.dtype.name == "bfloat16" else torch.from_numpy(t))
+        elif isinstance(t, np.ndarray):
             full = t
         elif self.output == "torch":
             import torch

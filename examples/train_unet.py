@@ -1,0 +1,404 @@
+"""Train a U-Net (ResNet-18 encoder) to forecast ERA5-like fields t → t+1, and measure whether the
+data loader keeps the GPU busy.
+
+Runs (``--runs``, several in one process, the same model and settings each time):
+
+- ``synthetic``            compute only: random batches already on the GPU (the ceiling);
+- ``zarrflow-gpu``         zarrflow.Loader, chunks decoded on the GPU, batches in GPU memory;
+- ``zarrflow-cpu``         zarrflow.Loader decoding on the CPU, batches copied up (pinned);
+- ``baseline-tensorstore`` the hackathon-style loader: torch DataLoader (workers, pin_memory)
+                           over a Dataset reading each sample with tensorstore;
+- ``baseline-xarray``      the same over xarray + zarr-python (``xr.open_zarr``).
+
+``--no-train`` drops the model (loader only). Per epoch and averaged over the epochs after the
+first (warm-up), each run reports samples/s, MB/s of (x, y) bytes as delivered to the model, and
+the fraction of step time spent waiting for data:
+
+    wait = time blocked getting the next batch onto the GPU
+    step = wait + compute (forward, backward, optimizer step; synchronised every step)
+    data_wait_fraction = Σ wait / Σ step
+
+and ``real/synthetic`` = samples/s of a data run / samples/s of the synthetic run. Validation runs
+after every epoch on the held-out last ``--val-fraction`` of the time axis (``time_range``, so no
+sample straddles the split) and reports its loss.
+
+Single GPU:  python examples/train_unet.py --store era5.zarr --runs synthetic,zarrflow-gpu
+DDP:         torchrun --nproc-per-node 2 examples/train_unet.py --store era5.zarr ...
+Model: ResNet-18 encoder (torchvision, random init, no downloads), U-Net decoder, output = input
+channels; loss = RMSE + 0.1·|std(pred) − std(target)|; AdamW; optional bf16 autocast
+(``--bf16``) and channels-last (``--channels-last``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+import zarrflow
+
+SIX = ["2m_temperature", "u_component_of_wind@500", "v_component_of_wind@500",
+       "temperature@500", "geopotential@500", "specific_humidity@500"]
+
+
+# --------------------------------------------------------------------------------------------
+# Model
+# --------------------------------------------------------------------------------------------
+
+
+class Up(nn.Module):
+    """×2 upsampling, concatenation with the skip, two 3×3 conv-BN-ReLU."""
+
+    def __init__(self, cin: int, cskip: int, cout: int):
+        super().__init__()
+        self.conv = nn.Sequential(
+            nn.Conv2d(cin + cskip, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+            nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+    def forward(self, x: torch.Tensor, skip: torch.Tensor | None) -> torch.Tensor:
+        size = skip.shape[-2:] if skip is not None else (x.shape[-2] * 2, x.shape[-1] * 2)
+        x = F.interpolate(x, size=size, mode="bilinear", align_corners=False)
+        if skip is not None:
+            x = torch.cat([x, skip], dim=1)
+        return self.conv(x)
+
+
+class UNetResNet18(nn.Module):
+    def __init__(self, channels: int):
+        super().__init__()
+        import torchvision
+
+        r = torchvision.models.resnet18(weights=None)
+        r.conv1 = nn.Conv2d(channels, 64, 7, stride=2, padding=3, bias=False)
+        self.stem = nn.Sequential(r.conv1, r.bn1, r.relu)  # 1/2, 64
+        self.pool = r.maxpool  # 1/4
+        self.enc = nn.ModuleList([r.layer1, r.layer2, r.layer3, r.layer4])  # 1/4 .. 1/32
+        self.dec = nn.ModuleList([Up(512, 256, 256), Up(256, 128, 128), Up(128, 64, 64),
+                                  Up(64, 64, 64), Up(64, 0, 32)])
+        self.head = nn.Conv2d(32, channels, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h, w = x.shape[-2:]
+        ph, pw = (-h) % 32, (-w) % 32  # 721 → 736: the encoder halves five times
+        x = F.pad(x, (0, pw, 0, ph), mode="replicate")
+        s0 = self.stem(x)
+        skips, y = [], self.pool(s0)
+        for layer in self.enc:
+            y = layer(y)
+            skips.append(y)
+        e1, e2, e3, e4 = skips
+        y = self.dec[0](e4, e3)
+        y = self.dec[1](y, e2)
+        y = self.dec[2](y, e1)
+        y = self.dec[3](y, s0)
+        y = self.dec[4](y, None)
+        return self.head(y)[..., :h, :w]
+
+
+def loss_fn(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    pred, target = pred.float(), target.float()
+    rmse = torch.sqrt(F.mse_loss(pred, target))
+    return rmse + 0.1 * (pred.std() - target.std()).abs()
+
+
+# --------------------------------------------------------------------------------------------
+# Data: zarrflow loaders and the seed-style baseline
+# --------------------------------------------------------------------------------------------
+
+
+class SampleDataset(torch.utils.data.Dataset):
+    """One (x, y) pair per valid time, read channel by channel with tensorstore or xarray —
+    what a typical PyTorch pipeline does. Channel resolution is zarrflow's (same fields)."""
+
+    def __init__(self, store: str, channels: list[str], times: np.ndarray, backend: str,
+                 mean: np.ndarray, std: np.ndarray):
+        spec = zarrflow.loader.DatasetSpec.build(store, channels)
+        self.store, self.times, self.backend = store, times, backend
+        self.chans = [(c.array.path, c.time_axis, dict(c.fixed), c.array.ndim) for c in spec.channels]
+        self.mean = mean.astype(np.float32)[:, None, None]
+        self.std = std.astype(np.float32)[:, None, None]
+        self._handles = None  # opened lazily in each worker
+
+    def _open(self):
+        if self.backend == "tensorstore":
+            import tensorstore as ts
+
+            out = {}
+            for path, *_ in self.chans:
+                if path not in out:
+                    meta = Path(self.store, path)
+                    driver = "zarr3" if (meta / "zarr.json").exists() else "zarr"
+                    out[path] = ts.open({"driver": driver, "kvstore": {
+                        "driver": "file", "path": str(meta)}}).result()
+            return out
+        import xarray as xr
+
+        ds = xr.open_zarr(self.store, chunks=None, mask_and_scale=False, decode_times=False)
+        return {path: ds[path].variable for path, *_ in self.chans}
+
+    def _field(self, path, t_axis, fixed, ndim, t) -> np.ndarray:
+        key = [slice(None)] * ndim
+        key[t_axis] = t
+        for axis, idx in fixed.items():
+            key[axis] = idx
+        h = self._handles[path]
+        if self.backend == "tensorstore":
+            return h[tuple(key)].read().result()
+        return np.asarray(h[tuple(key)].values)
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def __getitem__(self, i: int):
+        if self._handles is None:
+            self._handles = self._open()
+        t = int(self.times[i])
+        x = np.stack([self._field(*c, t) for c in self.chans]).astype(np.float32)
+        y = np.stack([self._field(*c, t + 1) for c in self.chans]).astype(np.float32)
+        return torch.from_numpy((x - self.mean) / self.std), torch.from_numpy((y - self.mean) / self.std)
+
+
+def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: torch.device,
+              rank: int, world: int):
+    """(train iterable factory(epoch) → iterator of (x, y) on the GPU, validation factory, steps)."""
+    dtype = "bfloat16" if args.bf16 else "float32"
+    tr, va = split
+    val_bs = max(1, min(args.batch_size, (len(va) - 1) // world))  # a short held-out range
+    if kind.startswith("zarrflow"):
+        on_gpu = kind == "zarrflow-gpu"
+        common = dict(dtype=dtype, normalize=stats,
+                      device=f"cuda:{device.index}" if on_gpu else "cpu", output="torch",
+                      prefetch=args.prefetch, rank=rank, world_size=world)
+        train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
+                                time_range=(tr.start, tr.stop), batch_size=args.batch_size, **common)
+        val = zarrflow.Loader(args.store, args.channels, shuffle=False,
+                              time_range=(va.start, va.stop), batch_size=val_bs, **common)
+
+        def wrap(loader, epoch):
+            loader.set_epoch(epoch)
+            for b in loader:
+                if on_gpu:
+                    yield b["x"], b["y"]
+                else:
+                    yield (b["x"].pin_memory().to(device, non_blocking=True),
+                           b["y"].pin_memory().to(device, non_blocking=True))
+        return (lambda e: wrap(train, e)), (lambda: wrap(val, 0)), len(train)
+
+    backend = kind.removeprefix("baseline-")
+    mean, std = np.asarray(stats["mean"]), np.asarray(stats["std"])
+    tdtype = torch.bfloat16 if args.bf16 else torch.float32
+
+    def loader(times, shuffle, batch_size):
+        ds = SampleDataset(args.store, args.channels, np.asarray(times), backend, mean, std)
+        sampler = torch.utils.data.DistributedSampler(ds, world, rank, shuffle=shuffle, seed=args.seed,
+                                                      drop_last=True) if world > 1 else None
+        return torch.utils.data.DataLoader(
+            ds, batch_size=batch_size, shuffle=shuffle and sampler is None, sampler=sampler,
+            num_workers=args.workers, pin_memory=True, drop_last=True,
+            persistent_workers=args.workers > 0, prefetch_factor=2 if args.workers else None)
+
+    train_dl, val_dl = loader(tr[:-1], True, args.batch_size), loader(va[:-1], False, val_bs)
+
+    def wrap_dl(dl, epoch):
+        if isinstance(dl.sampler, torch.utils.data.DistributedSampler):
+            dl.sampler.set_epoch(epoch)
+        for x, y in dl:
+            yield x.to(device, tdtype, non_blocking=True), y.to(device, tdtype, non_blocking=True)
+    return (lambda e: wrap_dl(train_dl, e)), (lambda: wrap_dl(val_dl, 0)), len(train_dl)
+
+
+# --------------------------------------------------------------------------------------------
+# One run
+# --------------------------------------------------------------------------------------------
+
+
+def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> dict:
+    torch.manual_seed(args.seed)
+    nchan = len(args.channels)
+    h, w = args.spatial
+    train_model = not args.no_train or kind == "synthetic"
+    model = opt = None
+    if train_model:
+        model = UNetResNet18(nchan).to(device)
+        if args.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        if world > 1:
+            model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index])
+        opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    tdtype = torch.bfloat16 if args.bf16 else torch.float32
+    if kind == "synthetic":
+        steps = args.synthetic_steps
+        gen = torch.Generator(device=device).manual_seed(args.seed + rank)
+        xs = torch.randn(args.batch_size, nchan, h, w, device=device, generator=gen, dtype=tdtype)
+        ys = torch.randn(args.batch_size, nchan, h, w, device=device, generator=gen, dtype=tdtype)
+        train_iter = lambda e: ((xs, ys) for _ in range(steps))  # noqa: E731
+        val_iter = lambda: ((xs, ys) for _ in range(2))  # noqa: E731
+    else:
+        train_iter, val_iter, steps = make_data(kind, args, stats, split, device, rank, world)
+    sample_bytes = 2 * nchan * h * w * (2 if args.bf16 else 4)
+    epochs = []
+    for epoch in range(args.epochs):
+        if model is not None:
+            model.train()
+        wait = compute = 0.0
+        n = 0
+        torch.cuda.synchronize(device)
+        t_epoch = time.perf_counter()
+        it = train_iter(epoch)
+        while True:
+            t0 = time.perf_counter()
+            try:
+                x, y = next(it)
+            except StopIteration:
+                break
+            torch.cuda.current_stream(device).synchronize()  # the batch is on the GPU: waiting ends
+            t1 = time.perf_counter()
+            if model is not None:
+                if args.channels_last:
+                    x = x.contiguous(memory_format=torch.channels_last)
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.bf16):
+                    loss = loss_fn(model(x), y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                torch.cuda.current_stream(device).synchronize()
+            t2 = time.perf_counter()
+            wait += t1 - t0
+            compute += t2 - t1
+            n += x.shape[0]
+        wall = time.perf_counter() - t_epoch
+        val_loss = float("nan")
+        if model is not None:
+            model.eval()
+            tot, cnt = 0.0, 0
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.bf16):
+                for x, y in val_iter():
+                    tot += float(loss_fn(model(x), y)) * x.shape[0]
+                    cnt += x.shape[0]
+            val_loss = tot / max(cnt, 1)
+        t = torch.tensor([n, wall, wait, wait + compute, val_loss], device=device, dtype=torch.float64)
+        if world > 1:  # samples add up; times: the slowest rank; val loss: mean
+            s = t.clone()
+            dist.all_reduce(s, op=dist.ReduceOp.SUM)
+            m = t.clone()
+            dist.all_reduce(m, op=dist.ReduceOp.MAX)
+            t = torch.stack([s[0], m[1], s[2] / world, s[3] / world, s[4] / world])
+        n_all, wall_all, wait_all, step_all, vl = t.tolist()
+        rec = {"epoch": epoch, "samples": int(n_all), "seconds": wall_all,
+               "samples_per_s": n_all / wall_all, "MBps": n_all * sample_bytes / wall_all / 1e6,
+               "data_wait_fraction": wait_all / max(step_all, 1e-12), "val_loss": vl}
+        epochs.append(rec)
+        if rank == 0:
+            print(f"  [{kind}] epoch {epoch}: {rec['samples']} samples in {wall_all:.2f} s, "
+                  f"{rec['samples_per_s']:.1f} samples/s, {rec['MBps']:.0f} MB/s, waiting for data "
+                  f"{100 * rec['data_wait_fraction']:.1f}%, val loss {vl:.4f}", flush=True)
+    timed = epochs[1:] or epochs
+    return {"run": kind, "train": train_model, "epochs": epochs,
+            "samples_per_s": sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed),
+            "MBps": sum(e["samples"] for e in timed) * sample_bytes / sum(e["seconds"] for e in timed) / 1e6,
+            "data_wait_fraction": float(np.mean([e["data_wait_fraction"] for e in timed]))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--store", help="Zarr group (e.g. from `zarrflow synth`); not needed for synthetic")
+    ap.add_argument("--channels", default="6",
+                    help="'6' (t2m + u/v/t/z/q@500), 'stacked6'/'stacked71' (array 'data' of a "
+                         "stacked store, all its channels), or a comma list")
+    ap.add_argument("--runs", default="synthetic,zarrflow-gpu,baseline-tensorstore")
+    ap.add_argument("--no-train", action="store_true", help="loader only (no model) for data runs")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--workers", type=int, default=8, help="baseline DataLoader workers")
+    ap.add_argument("--prefetch", type=int, default=2, help="zarrflow batches ready ahead")
+    ap.add_argument("--val-fraction", type=float, default=0.1)
+    ap.add_argument("--synthetic-steps", type=int, default=0,
+                    help="steps per synthetic epoch (default: the real train epoch's)")
+    ap.add_argument("--grid", default="721x1440", help="synthetic-only runs: HxW")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, help="write results JSON + Markdown table here")
+    args = ap.parse_args(argv)
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local)
+    device = torch.device("cuda", local)
+    if world > 1:
+        dist.init_process_group("nccl", device_id=device)
+
+    runs = [r for r in args.runs.split(",") if r]
+    known = {"synthetic", "zarrflow-gpu", "zarrflow-cpu", "baseline-tensorstore", "baseline-xarray"}
+    if set(runs) - known:
+        ap.error(f"unknown runs {sorted(set(runs) - known)}; choose from {sorted(known)}")
+    stats, split = None, None
+    if args.store:
+        g = zarrflow.open_group(args.store)
+        if args.channels == "6":
+            args.channels = SIX
+        elif args.channels.startswith("stacked"):
+            args.channels = [f"data@{c}" for c in g["data"].attrs["channels"]]
+        else:
+            args.channels = args.channels.split(",")
+        spec = zarrflow.loader.DatasetSpec.build(g, args.channels)
+        args.spatial = spec.spatial_shape
+        ntime = spec.ntime
+        nval = max(3, int(round(ntime * args.val_fraction)))
+        split = (range(0, ntime - nval), range(ntime - nval, ntime))
+        stats = zarrflow.compute_stats(g, args.channels, every=max(1, ntime // 16))
+    else:
+        if set(runs) != {"synthetic"}:
+            ap.error("--store is needed for data runs")
+        args.channels = SIX if args.channels == "6" else list(range(int(args.channels.removeprefix("stacked"))))
+        args.spatial = tuple(int(v) for v in args.grid.split("x"))
+    if not args.synthetic_steps:
+        args.synthetic_steps = ((len(split[0]) - 1) // (args.batch_size * world)) if split else 20
+    if rank == 0:
+        print(f"U-Net/ResNet-18, {len(args.channels)} channels, {args.spatial[0]}x{args.spatial[1]}, "
+              f"batch {args.batch_size} x {world} GPU(s), bf16={args.bf16}, "
+              f"channels_last={args.channels_last}, {torch.cuda.get_device_name(device)}", flush=True)
+    results = []
+    for kind in runs:
+        results.append(run(kind, args, stats, split, device, rank, world))
+    synth = next((r for r in results if r["run"] == "synthetic"), None)
+    if rank == 0:
+        lines = ["| run | model | samples/s | MB/s (x+y) | waiting for data | real/synthetic |",
+                 "|---|---|---:|---:|---:|---:|"]
+        for r in results:
+            ratio = r["samples_per_s"] / synth["samples_per_s"] if synth and r is not synth else None
+            r["real_over_synthetic"] = ratio
+            lines.append(f"| {r['run']} | {'train' if r['train'] else 'loader only'} | "
+                         f"{r['samples_per_s']:.1f} | {r['MBps']:.0f} | "
+                         f"{100 * r['data_wait_fraction']:.1f}% | "
+                         f"{'' if ratio is None else f'{ratio:.3f}'} |")
+        table = "\n".join(lines)
+        print(table)
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            tag = f"train_unet_{len(args.channels)}ch_{world}gpu{'_loader' if args.no_train else ''}"
+            meta = {"device": torch.cuda.get_device_name(device), "world_size": world,
+                    "channels": len(args.channels), "grid": list(args.spatial),
+                    "batch_size": args.batch_size, "bf16": args.bf16,
+                    "channels_last": args.channels_last, "date": time.strftime("%Y-%m-%d"),
+                    "runs": results}
+            (args.out / f"{tag}.json").write_text(json.dumps(meta, indent=2))
+            (args.out / f"{tag}.md").write_text(table + "\n")
+    if world > 1:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
