@@ -377,11 +377,11 @@ def main(argv: list[str] | None = None) -> int:
         lines = ["| run | model | samples/s | MB/s (x+y) | waiting for data | real/synthetic |",
                  "|---|---|---:|---:|---:|---:|"]
         for r in results:
+            wait = f"{100 * r['data_wait_fraction']:.1f}%" if r["train"] else "—"  # no compute
             ratio = r["samples_per_s"] / synth["samples_per_s"] if synth and r is not synth else None
             r["real_over_synthetic"] = ratio
             lines.append(f"| {r['run']} | {'train' if r['train'] else 'loader only'} | "
-                         f"{r['samples_per_s']:.1f} | {r['MBps']:.0f} | "
-                         f"{100 * r['data_wait_fraction']:.1f}% | "
+                         f"{r['samples_per_s']:.1f} | {r['MBps']:.0f} | {wait} | "
                          f"{'' if ratio is None else f'{ratio:.3f}'} |")
         table = "\n".join(lines)
         print(table)
