@@ -498,13 +498,7 @@ class Loader:
                 out = _core.empty_tensor(shape, self.dtype, dev, self.device_id)
                 nans = _core.normalize_cast(raw, out, mean, std, inner)
             else:
-                a = np.from_dlpack(raw)
-                nans = int(np.isnan(a).sum())
-                # The same arithmetic as the GPU kernel: (x - mean) * (1 / std) in float32.
-                m = np.asarray(mean, np.float32)[None, None, :, None]
-                inv = (np.float32(1) / np.asarray(std, np.float32))[None, None, :, None]
-                a = ((a.reshape(shape[:3] + [inner]) - m) * inv).reshape(shape)
-                out = a.astype(_numpy_dtype(self.dtype))
+                out, nans = _normalize_cpu(np.from_dlpack(raw), mean, std, self.dtype, inner)
         else:
             if not self.on_gpu:
                 nans = int(np.isnan(np.from_dlpack(raw)).sum())
@@ -645,6 +639,37 @@ def _rank_world(rank: int | None, world_size: int | None) -> tuple[int, int]:
     except ImportError:
         pass
     return (rank or 0), (world_size or 1)
+
+
+_norm_pool = None
+
+
+def _normalize_cpu(a: np.ndarray, mean, std, dtype: str, inner: int) -> tuple[np.ndarray, int]:
+    """(x - mean) * (1 / std) in float32 — the GPU kernel's arithmetic, so results match bit for
+    bit — then cast, one (sample, step) slice per task on a thread pool (NumPy releases the GIL;
+    on one thread this pass, not the decode, bounded the CPU loader)."""
+    global _norm_pool
+    if _norm_pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ._threads import default_threads
+
+        _norm_pool = ThreadPoolExecutor(default_threads(), thread_name_prefix="zarrflow-norm")
+    shape = a.shape
+    v = a.reshape(shape[0] * shape[1], shape[2], inner)
+    m = np.asarray(mean, np.float32)[None, :, None]
+    inv = (np.float32(1) / np.asarray(std, np.float32))[None, :, None]
+    out = np.empty(v.shape, _numpy_dtype(dtype))
+
+    def work(i: int) -> int:
+        x = v[i:i + 1]
+        tmp = x - m
+        tmp *= inv
+        out[i:i + 1] = tmp
+        return int(np.isnan(x).sum())
+
+    nans = sum(_norm_pool.map(work, range(v.shape[0])))
+    return out.reshape(shape), nans
 
 
 def compute_stats(store: Any, variables: Sequence[str], *, every: int = 1, path: str | None = None,
