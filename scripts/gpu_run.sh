@@ -62,10 +62,13 @@ if [ "$WHAT" = train ]; then
   timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_loader_gpu.py 2>&1 | tail -2 | tee -a "$OUT/tests.log"
   python3 -m zarrflow synth /tmp/zf_train.zarr --layout wb2 --ntime "${TRAIN_NTIME:-160}" --quiet \
     2>&1 | tail -2 | tee -a "$OUT/tests.log"
-  python3 examples/train_unet.py --store /tmp/zf_train.zarr --bf16 --channels-last --epochs 3 \
-    --runs synthetic,zarrflow-gpu,zarrflow-cpu,baseline-tensorstore --out "$OUT" 2>&1 | tee -a "$OUT/train.log"
-  python3 examples/train_unet.py --store /tmp/zf_train.zarr --bf16 --epochs 2 --no-train \
-    --runs zarrflow-gpu,baseline-tensorstore,baseline-xarray --out "$OUT" 2>&1 | tee -a "$OUT/train.log"
+  python3 examples/train_unet.py --store /tmp/zf_train.zarr --bf16 --channels-last \
+    --epochs "${TRAIN_EPOCHS:-3}" --runs "${TRAIN_RUNS:-synthetic,zarrflow-gpu,zarrflow-cpu,baseline-tensorstore}" \
+    --out "$OUT" 2>&1 | tee -a "$OUT/train.log"
+  if [ "${TRAIN_LOADER_ONLY:-1}" = 1 ]; then
+    python3 examples/train_unet.py --store /tmp/zf_train.zarr --bf16 --epochs 2 --no-train \
+      --runs zarrflow-gpu,zarrflow-cpu,baseline-tensorstore,baseline-xarray --out "$OUT" 2>&1 | tee -a "$OUT/train.log"
+  fi
 fi
 if [ "$WHAT" = bench ] || [ "$WHAT" = all ]; then
   echo "== GPU benchmark"
