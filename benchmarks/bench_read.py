@@ -1,4 +1,5 @@
-"""CPU read benchmark: zarrflow vs tensorstore on the same ERA5-like stores, same thread count.
+"""CPU read benchmark: zarrflow vs tensorstore, zarr-python 3 and zarr-python with the zarrs codec
+pipeline (when installed; listed as unavailable otherwise) on the same ERA5-like stores.
 
 Writes (with tensorstore, once per size/codec; reused afterwards) a float32 (N, 721, 1440) Zarr v3
 array, one field per chunk, for each codec:
@@ -106,6 +107,33 @@ def write_store(path: Path, codec: str, data: np.ndarray, threads: int) -> None:
     (path / ".complete").touch()
 
 
+def python_peers(path: Path, threads: int, unavailable: dict) -> list:
+    """zarr-python 3 (its default codec pipeline) and zarr-python + zarrs, when importable."""
+    try:
+        import zarr
+    except ImportError as e:
+        unavailable["zarr-python"] = unavailable["zarr-python+zarrs"] = f"not installed ({e})"
+        return []
+    zarr.config.set({"threading.max_workers": threads, "async.concurrency": max(threads, 10)})
+    peers = []
+    za = zarr.open_array(str(path), mode="r")
+    peers.append(("zarr-python", lambda: za[...]))
+    try:
+        import zarrs  # noqa: F401
+
+        pipeline = {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}
+        with zarr.config.set(pipeline):
+            zs = zarr.open_array(str(path), mode="r")
+
+        def read_zarrs():
+            with zarr.config.set(pipeline):
+                return zs[...]
+        peers.append(("zarr-python+zarrs", read_zarrs))
+    except ImportError as e:
+        unavailable["zarr-python+zarrs"] = f"not installed ({e})"
+    return peers
+
+
 def measure(read, nbytes: int, repeats: int) -> dict:
     read()  # warm the page cache and the readers' own state
     walls, cpus = [], []
@@ -153,7 +181,8 @@ def main() -> int:
                "host": platform.node(), "cpu": platform.processor() or platform.machine(),
                "cores_visible": len(os.sched_getaffinity(0)), "threads": args.threads,
                "fields": n, "decoded_bytes": nbytes, "tensorstore": peer_version("tensorstore"),
-               "zarrflow": zarrflow.__version__, "runs": []}
+               "zarrflow": zarrflow.__version__, "zarr": peer_version("zarr"),
+               "zarrs": peer_version("zarrs"), "unavailable": {}, "runs": []}
     out = np.empty((n, NLAT, NLON), dtype=np.float32)
     for codec in codecs:
         path = data_dir / f"era5_{n}x{NLAT}x{NLON}_{codec}.zarr"
@@ -168,9 +197,14 @@ def main() -> int:
         # tensorstore's read() returns a new array (it has no out=); "zarrflow-new" does the same
         # (arr[...]) and is the like-for-like comparison; "zarrflow" reads into a reused buffer,
         # as a training loop would.
-        for reader, fn in (("zarrflow", lambda: zf.read(out=out)),
-                           ("zarrflow-new", lambda: zf[...]),
-                           ("tensorstore", lambda: tsa.read().result())):
+        readers = [("zarrflow", lambda: zf.read(out=out)), ("zarrflow-new", lambda: zf[...]),
+                   ("tensorstore", lambda: tsa.read().result())]
+        for name, fn in python_peers(path, args.threads, results["unavailable"]):
+            if not np.array_equal(out.view(np.uint32), fn().view(np.uint32)):
+                print(f"{codec}: zarrflow and {name} disagree", file=sys.stderr)
+                return 1
+            readers.append((name, fn))
+        for reader, fn in readers:
             r = measure(fn, nbytes, args.repeats)
             r.update(codec=codec, reader=reader, stored_bytes=stored, ratio=nbytes / stored)
             results["runs"].append(r)
@@ -191,20 +225,24 @@ def main() -> int:
 def write_table(results: dict) -> str:
     runs = {(r["codec"], r["reader"]): r for r in results["runs"]}
     codecs = list(dict.fromkeys(r["codec"] for r in results["runs"]))
+    readers = list(dict.fromkeys(r["reader"] for r in results["runs"]))
+    peers = [r for r in readers if not r.startswith("zarrflow")]
     lines = [f"{results['fields']} fields of 721×1440 float32 "
              f"({results['decoded_bytes'] / 1e9:.2f} GB decoded), {results['threads']} threads, "
              f"warm page cache, median of the timed runs; {results['date']}",
              "",
-             "| codec | ratio | zarrflow into `out` GB/s | zarrflow new array GB/s | "
-             "tensorstore GB/s | zarrflow new ÷ tensorstore | core-s/GB zarrflow (`out`) | "
-             "core-s/GB zarrflow (new) | core-s/GB tensorstore |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| codec | ratio | " + " | ".join(f"{r} GB/s" for r in readers) + " | "
+             + " | ".join(f"zarrflow new ÷ {p}" for p in peers) + " | "
+             + " | ".join(f"core-s/GB {r}" for r in readers) + " |",
+             "|---|---:|" + "---:|" * (2 * len(readers) + len(peers))]
     for c in codecs:
-        z, zn, t = runs[(c, "zarrflow")], runs[(c, "zarrflow-new")], runs[(c, "tensorstore")]
-        lines.append(f"| {c} | {z['ratio']:.2f} | {z['GBps']:.2f} | {zn['GBps']:.2f} | "
-                     f"{t['GBps']:.2f} | {zn['GBps'] / t['GBps']:.2f}× | "
-                     f"{z['core_s_per_GB']:.3f} | {zn['core_s_per_GB']:.3f} | "
-                     f"{t['core_s_per_GB']:.3f} |")
+        row = [runs[(c, r)] for r in readers]
+        zn = runs[(c, "zarrflow-new")]
+        lines.append(f"| {c} | {row[0]['ratio']:.2f} | " + " | ".join(f"{r['GBps']:.2f}" for r in row)
+                     + " | " + " | ".join(f"{zn['GBps'] / runs[(c, p)]['GBps']:.2f}×" for p in peers)
+                     + " | " + " | ".join(f"{r['core_s_per_GB']:.3f}" for r in row) + " |")
+    for name, why in results.get("unavailable", {}).items():
+        lines.append(f"\n{name}: not measured — {why}")
     return "\n".join(lines) + "\n"
 
 
@@ -218,11 +256,13 @@ def plot(results: dict, path: Path) -> None:
     runs = {(r["codec"], r["reader"]): r for r in results["runs"]}
     x = np.arange(len(codecs))
     fig, ax = plt.subplots(figsize=(8, 4))
-    readers = (("zarrflow", "zarrflow (into out=)"), ("zarrflow-new", "zarrflow (new array)"),
-               ("tensorstore", "tensorstore (new array)"))
-    for k, (reader, label) in enumerate(readers):
+    labels = {"zarrflow": "zarrflow (into out=)", "zarrflow-new": "zarrflow (new array)"}
+    readers = list(dict.fromkeys(r["reader"] for r in results["runs"]))
+    width = 0.8 / len(readers)
+    for k, reader in enumerate(readers):
         vals = [runs[(c, reader)]["GBps"] for c in codecs]
-        ax.bar(x + (k - 1) * 0.27, vals, 0.27, label=label)
+        ax.bar(x + (k - (len(readers) - 1) / 2) * width, vals, width,
+               label=labels.get(reader, f"{reader} (new array)"))
     ax.set_xticks(x, codecs)
     ax.set_ylabel("decoded GB/s (warm cache)")
     ax.set_title(f"Read of {results['decoded_bytes'] / 1e9:.1f} GB ERA5-like float32, "
