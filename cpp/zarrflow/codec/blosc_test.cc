@@ -9,28 +9,20 @@
 
 #include <nlohmann/json.hpp>
 #include "zarrflow/codec/codec_test_util.h"
+#include "zarrflow/codec/decoder_test_util.h"
 
 #include "zarrflow/codec/registry.h"
 
 namespace zarrflow {
 namespace {
 
+using codec_test::blosc_compress;
 using codec_test::Bytes;
 using codec_test::expect_concurrent_decodes;
 using codec_test::expect_decodes;
 using codec_test::from_hex;
 using codec_test::make;
 using codec_test::sample;
-
-Bytes compress(const Bytes& src, const char* cname, int shuffle, int typesize,
-               std::size_t blocksize = 0, int clevel = 5) {
-  Bytes out(src.size() + BLOSC_MAX_OVERHEAD);
-  const int n = blosc_compress_ctx(clevel, shuffle, static_cast<std::size_t>(typesize), src.size(),
-                                   src.data(), out.data(), out.size(), cname, blocksize, 1);
-  EXPECT_GT(n, 0) << cname;
-  out.resize(static_cast<std::size_t>(std::max(n, 0)));
-  return out;
-}
 
 std::shared_ptr<const BytesToBytesCodec> default_codec() {
   return make(CodecRegistry::v2(), "blosc", {{"id", "blosc"}});
@@ -51,7 +43,7 @@ TEST(BloscCodec, EveryCompressorShuffleTypesizeAndBlocksize) {
                          " typesize=" + std::to_string(typesize) +
                          " blocksize=" + std::to_string(blocksize) + " n=" + std::to_string(n));
             const Bytes src = sample(n, static_cast<unsigned>(n + typesize));
-            const Bytes enc = compress(src, cname, shuffle, typesize, blocksize);
+            const Bytes enc = blosc_compress(src, cname, shuffle, typesize, blocksize);
             auto h = parse_blosc_header(enc);
             ASSERT_TRUE(h.ok()) << h.status().to_string();
             EXPECT_EQ(h->nbytes, n);
@@ -72,14 +64,14 @@ TEST(BloscCodec, EveryCompressorShuffleTypesizeAndBlocksize) {
 TEST(BloscCodec, MemcpyedAndLargeChunks) {
   auto codec = default_codec();
   const Bytes src = sample(1 << 20, 3);
-  const Bytes raw = compress(src, "lz4", 1, 4, 0, /*clevel=*/0);  // clevel 0: stored
+  const Bytes raw = blosc_compress(src, "lz4", 1, 4, 0, /*clevel=*/0);  // clevel 0: stored
   auto h = parse_blosc_header(raw);
   ASSERT_TRUE(h.ok());
   EXPECT_TRUE(h->memcpyed());
   expect_decodes(*codec, raw, src);
   const Bytes zeros(8 << 20, std::byte{0});
   for (const char* cname : {"lz4", "zstd", "zlib"})
-    expect_decodes(*codec, compress(zeros, cname, 1, 8), zeros);
+    expect_decodes(*codec, blosc_compress(zeros, cname, 1, 8), zeros);
 }
 
 TEST(BloscCodec, NumcodecsGoldenBytes) {
@@ -120,7 +112,7 @@ void expect_error(const Bytes& enc, std::string_view needle,
 
 TEST(BloscCodec, HeaderValidation) {
   const Bytes src = sample(20000, 9);
-  const Bytes enc = compress(src, "zstd", 1, 4, 2048);
+  const Bytes enc = blosc_compress(src, "zstd", 1, 4, 2048);
   ASSERT_TRUE(parse_blosc_header(enc).ok());
   ASSERT_EQ(parse_blosc_header(enc)->nblocks(), 10u);
   const std::uint32_t cbytes = static_cast<std::uint32_t>(enc.size());
@@ -153,7 +145,7 @@ TEST(BloscCodec, HeaderValidation) {
   codec5[2] = static_cast<std::byte>((static_cast<unsigned>(enc[2]) & 0x1F) | (5u << 5));
   expect_error(codec5, "unknown inner codec 5");
 
-  const Bytes raw = compress(src, "lz4", 1, 4, 0, 0);
+  const Bytes raw = blosc_compress(src, "lz4", 1, 4, 0, 0);
   Bytes raw_short(raw.begin(), raw.end() - 1);
   raw_short = set_u32(raw_short, 12, static_cast<std::uint32_t>(raw_short.size()));
   expect_error(raw_short, "memcpyed");
@@ -176,7 +168,7 @@ TEST(BloscCodec, TruncatedChunksWithPatchedSize) {
   auto codec = default_codec();
   for (const char* cname : {"blosclz", "lz4", "snappy", "zlib", "zstd"}) {
     const Bytes src = sample(50000, 2);
-    const Bytes enc = compress(src, cname, 1, 4, 4096);
+    const Bytes enc = blosc_compress(src, cname, 1, 4, 4096);
     for (std::size_t cut = 16; cut < enc.size(); cut += 97) {
       Bytes t(enc.begin(), enc.begin() + static_cast<std::ptrdiff_t>(cut));
       t = set_u32(t, 12, static_cast<std::uint32_t>(cut));
@@ -198,7 +190,7 @@ TEST(BloscCodec, RandomCorruptionNeverCrashes) {
     for (int shuffle : {0, 1, 2}) {
       for (std::size_t blocksize : {std::size_t{0}, std::size_t{256}}) {  // 1 or 118 blocks
         const Bytes src = sample(30000, 11);
-        const Bytes enc = compress(src, cname, shuffle, 4, blocksize);
+        const Bytes enc = blosc_compress(src, cname, shuffle, 4, blocksize);
         for (int iter = 0; iter < 100; ++iter) {
           Bytes c = enc;
           const int flips = 1 + static_cast<int>(rng() % 4);
@@ -230,7 +222,7 @@ TEST(BloscCodec, RandomCorruptionNeverCrashes) {
 TEST(BloscCodec, ConcurrentDecodes) {
   auto codec = default_codec();
   const Bytes src = sample(500000, 13);
-  const Bytes enc = compress(src, "zstd", 1, 4);
+  const Bytes enc = blosc_compress(src, "zstd", 1, 4);
   expect_concurrent_decodes(*codec, enc, src);
 }
 

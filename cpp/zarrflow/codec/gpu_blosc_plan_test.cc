@@ -17,6 +17,7 @@
 #include <blosc.h>
 #include <gtest/gtest.h>
 
+#include "zarrflow/codec/decoder_test_util.h"
 #include "zarrflow/codec/gpu/blosc_host_decode.h"
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/unshuffle.h"
@@ -25,6 +26,7 @@ namespace zarrflow::gpu {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
+using codec_test::blosc_compress;
 
 ConstByteSpan cspan(const Bytes& b) {
   return {reinterpret_cast<const std::byte*>(b.data()), b.size()};
@@ -160,16 +162,6 @@ TEST(GpuUnshuffle, MatchesCbloscOnStoredBlocks) {
 
 // ---- The planner on known chunks. ----
 
-Bytes compress(const Bytes& src, const char* cname, int shuffle, int typesize,
-               std::size_t blocksize, int clevel) {
-  Bytes out(src.size() + BLOSC_MAX_OVERHEAD);
-  const int n = blosc_compress_ctx(clevel, shuffle, static_cast<std::size_t>(typesize), src.size(),
-                                   src.data(), out.data(), out.size(), cname, blocksize, 1);
-  EXPECT_GT(n, 0) << cname;
-  out.resize(static_cast<std::size_t>(std::max(n, 0)));
-  return out;
-}
-
 // Slowly varying integers with some noise (shuffles matter), or smooth float32, or a mix with
 // incompressible stretches (some streams stored), or pure noise (memcpyed chunks).
 Bytes make_data(int kind, std::size_t n, unsigned seed) {
@@ -202,7 +194,7 @@ TEST(GpuBloscPlan, SplitBlocksLeftoverAndScratch) {
   // of 7 bytes (one stream; 1 element + 3 bytes copied through).
   const Bytes data = make_data(0, 4 * 65536 + 7, 1);
   blosc_set_splitmode(BLOSC_ALWAYS_SPLIT);
-  const Bytes chunk = compress(data, "lz4", BLOSC_SHUFFLE, 4, 16384, 5);
+  const Bytes chunk = blosc_compress(data, "lz4", BLOSC_SHUFFLE, 4, 16384, 5);
   blosc_set_splitmode(BLOSC_FORWARD_COMPAT_SPLIT);
   auto plan = make_blosc_plan(cspan(chunk));
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
@@ -237,7 +229,7 @@ TEST(GpuBloscPlan, SplitBlocksLeftoverAndScratch) {
   EXPECT_TRUE(plan->needs_scratch());
 
   // The default split mode (FORWARD_COMPAT) never splits zstd blocks; dont_split is then set.
-  const Bytes c2 = compress(data, "zstd", BLOSC_NOSHUFFLE, 4, 65536, 5);
+  const Bytes c2 = blosc_compress(data, "zstd", BLOSC_NOSHUFFLE, 4, 65536, 5);
   auto p2 = make_blosc_plan(cspan(c2));
   ASSERT_TRUE(p2.ok());
   EXPECT_TRUE(p2->dont_split);
@@ -247,7 +239,7 @@ TEST(GpuBloscPlan, SplitBlocksLeftoverAndScratch) {
 
 TEST(GpuBloscPlan, MemcpyedAndEmptyChunks) {
   const Bytes noise = make_data(3, 10000, 2);
-  const Bytes chunk = compress(noise, "zstd", BLOSC_SHUFFLE, 8, 4096, 5);
+  const Bytes chunk = blosc_compress(noise, "zstd", BLOSC_SHUFFLE, 8, 4096, 5);
   auto plan = make_blosc_plan(cspan(chunk));
   ASSERT_TRUE(plan.ok());
   EXPECT_TRUE(plan->memcpyed);
@@ -259,7 +251,7 @@ TEST(GpuBloscPlan, MemcpyedAndEmptyChunks) {
   EXPECT_TRUE(plan->blocks.empty());
   EXPECT_FALSE(plan->needs_scratch());
   // 3 MiB + 5 at clevel 0: four pieces.
-  const Bytes big = compress(make_data(0, (3 << 20) + 5, 2), "lz4", BLOSC_SHUFFLE, 4, 0, 0);
+  const Bytes big = blosc_compress(make_data(0, (3 << 20) + 5, 2), "lz4", BLOSC_SHUFFLE, 4, 0, 0);
   auto pb = make_blosc_plan(cspan(big));
   ASSERT_TRUE(pb.ok());
   ASSERT_EQ(pb->streams.size(), 4u);
@@ -269,7 +261,7 @@ TEST(GpuBloscPlan, MemcpyedAndEmptyChunks) {
   ASSERT_TRUE(decode_blosc_via_plan(cspan(big), span(out)).ok());
   EXPECT_TRUE(std::equal(out.begin(), out.end(), make_data(0, (3 << 20) + 5, 2).begin()));
 
-  const Bytes empty = compress({}, "lz4", BLOSC_SHUFFLE, 4, 0, 5);
+  const Bytes empty = blosc_compress(Bytes{}, "lz4", BLOSC_SHUFFLE, 4, 0, 5);
   auto p2 = make_blosc_plan(cspan(empty));
   ASSERT_TRUE(p2.ok());
   EXPECT_EQ(p2->nbytes, 0u);
@@ -283,7 +275,7 @@ TEST(GpuBloscPlan, MemcpyedAndEmptyChunks) {
 // split, or c-blosc would raise the blocksize to 64 KiB.)
 Bytes small_chunk() {
   blosc_set_splitmode(BLOSC_NEVER_SPLIT);
-  Bytes c = compress(make_data(2, 4096, 3), "lz4", BLOSC_NOSHUFFLE, 1, 1024, 5);
+  Bytes c = blosc_compress(make_data(2, 4096, 3), "lz4", BLOSC_NOSHUFFLE, 1, 1024, 5);
   blosc_set_splitmode(BLOSC_FORWARD_COMPAT_SPLIT);
   return c;
 }
@@ -323,7 +315,7 @@ TEST(GpuBloscPlan, CorruptChunksNameWhatIsWrong) {
 
   // A split block's second stream whose size word lies past the end of the chunk.
   blosc_set_splitmode(BLOSC_ALWAYS_SPLIT);
-  Bytes split = compress(make_data(0, 4096, 3), "lz4", BLOSC_SHUFFLE, 2, 4096, 5);
+  Bytes split = blosc_compress(make_data(0, 4096, 3), "lz4", BLOSC_SHUFFLE, 2, 4096, 5);
   blosc_set_splitmode(BLOSC_FORWARD_COMPAT_SPLIT);
   auto sp = make_blosc_plan(cspan(split));
   ASSERT_TRUE(sp.ok());
@@ -336,7 +328,7 @@ TEST(GpuBloscPlan, CorruptChunksNameWhatIsWrong) {
 
   // A split block whose size is not a multiple of the typesize (c-blosc would leave bytes
   // undecoded): blocksize 4095 with typesize 2 and the split flag clear.
-  Bytes odd = compress(make_data(2, 4095, 3), "lz4", BLOSC_NOSHUFFLE, 1, 4095, 5);
+  Bytes odd = blosc_compress(make_data(2, 4095, 3), "lz4", BLOSC_NOSHUFFLE, 1, 4095, 5);
   ASSERT_EQ(odd[2] & 0x02, 0);  // not memcpyed
   odd[2] &= ~0x10;
   odd[3] = 2;
@@ -346,7 +338,7 @@ TEST(GpuBloscPlan, CorruptChunksNameWhatIsWrong) {
       << plan_error(odd);
 
   // Snappy: not on the GPU path.
-  const Bytes snappy = compress(make_data(0, 4096, 3), "snappy", BLOSC_SHUFFLE, 4, 0, 5);
+  const Bytes snappy = blosc_compress(make_data(0, 4096, 3), "snappy", BLOSC_SHUFFLE, 4, 0, 5);
   auto p = make_blosc_plan(cspan(snappy));
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), ErrorCode::kUnimplemented);
@@ -374,7 +366,7 @@ struct Coverage {
 // back), only requires that both fail or both give the same bytes.
 void check_roundtrip(const Bytes& data, const char* cname, int shuffle, int ts, std::size_t bs,
                      int clevel, Coverage& cov, bool may_fail = false) {
-  const Bytes chunk = compress(data, cname, shuffle, ts, bs, clevel);
+  const Bytes chunk = blosc_compress(data, cname, shuffle, ts, bs, clevel);
   if (chunk.empty()) return;
   const std::string what = std::string(cname) + " shuffle " + std::to_string(shuffle) + " ts " +
                            std::to_string(ts) + " bs " + std::to_string(bs) + " clevel " +
@@ -541,15 +533,15 @@ TEST(GpuBloscPlan, FuzzPlannerAndDriver) {
     for (int shuffle : {BLOSC_NOSHUFFLE, BLOSC_SHUFFLE, BLOSC_BITSHUFFLE})
       for (int ts : {1, 4, 3}) {
         const std::size_t n = 200 + (seed * 7919) % 30000;
-        corpus.push_back(compress(make_data(static_cast<int>(seed % 3), n, seed), cname, shuffle,
+        corpus.push_back(blosc_compress(make_data(static_cast<int>(seed % 3), n, seed), cname, shuffle,
                                   ts, seed % 2 ? 0 : 2048, 5));
         ++seed;
       }
   blosc_set_splitmode(BLOSC_ALWAYS_SPLIT);  // more streams per block
-  corpus.push_back(compress(make_data(0, 20000, 5), "lz4", BLOSC_SHUFFLE, 4, 4096, 5));
-  corpus.push_back(compress(make_data(0, 20000, 5), "blosclz", BLOSC_BITSHUFFLE, 8, 8192, 5));
+  corpus.push_back(blosc_compress(make_data(0, 20000, 5), "lz4", BLOSC_SHUFFLE, 4, 4096, 5));
+  corpus.push_back(blosc_compress(make_data(0, 20000, 5), "blosclz", BLOSC_BITSHUFFLE, 8, 8192, 5));
   blosc_set_splitmode(BLOSC_FORWARD_COMPAT_SPLIT);
-  corpus.push_back(compress(make_data(3, 3000, 5), "lz4", BLOSC_SHUFFLE, 4, 1024, 5));  // memcpyed
+  corpus.push_back(blosc_compress(make_data(3, 3000, 5), "lz4", BLOSC_SHUFFLE, 4, 1024, 5));  // memcpyed
 
   std::mt19937 rng(99);
   int planned = 0, decoded = 0, both_ok = 0, only_cblosc = 0, only_ours = 0;

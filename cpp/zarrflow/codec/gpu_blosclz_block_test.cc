@@ -6,29 +6,25 @@
 // one-stream chunk; blosc_decompress_ctx then succeeds only if blosclz fills the block exactly.
 #include "zarrflow/codec/gpu/blosclz_block.h"
 
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include <blosc.h>
 #include <gtest/gtest.h>
 
+#include "zarrflow/codec/decoder_test_util.h"
 #include "zarrflow/codec/gpu/blosc_plan.h"
 
 namespace zarrflow::gpu {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
-
-struct BarrierSync {
-  std::barrier<>* b;
-  void operator()() const { b->arrive_and_wait(); }
-};
+using codec_test::agreed_result_of_lanes;
+using codec_test::BarrierSync;
 
 int decode(const Bytes& src, Bytes& dst) {
   return blosclz_decode_block(src.data(), src.size(), dst.data(), dst.size(), 0, 1);
@@ -36,17 +32,9 @@ int decode(const Bytes& src, Bytes& dst) {
 
 // Decodes with `nlanes` threads meeting at a barrier (a warp); all lanes must agree.
 int decode_lanes(const Bytes& src, Bytes& dst, int nlanes) {
-  std::barrier<> bar(nlanes);
-  std::vector<int> results(static_cast<std::size_t>(nlanes));
-  std::vector<std::thread> threads;
-  for (int lane = 0; lane < nlanes; ++lane)
-    threads.emplace_back([&, lane] {
-      results[lane] = blosclz_decode_block_with(src.data(), src.size(), dst.data(), dst.size(),
-                                                lane, nlanes, BarrierSync{&bar});
-    });
-  for (auto& t : threads) t.join();
-  for (int v : results) EXPECT_EQ(v, results[0]);
-  return results[0];
+  return agreed_result_of_lanes(nlanes, [&](int lane, int n, BarrierSync sync) {
+    return blosclz_decode_block_with(src.data(), src.size(), dst.data(), dst.size(), lane, n, sync);
+  });
 }
 
 void put_le32(std::uint8_t* p, std::uint32_t v) {

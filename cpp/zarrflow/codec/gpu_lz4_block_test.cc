@@ -3,41 +3,25 @@
 // with the warp emulated by real threads meeting at a barrier, and under random corruption.
 #include "zarrflow/codec/gpu/lz4_block.h"
 
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <lz4.h>
 #include <lz4hc.h>
 
+#include "zarrflow/codec/decoder_test_util.h"
+
 namespace zarrflow::gpu {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
-
-// A warp of `nlanes` threads: each runs f(lane, nlanes, sync), where sync() is a barrier of all
-// of them. A barrier missing in the decoder shows up as a data race (ThreadSanitizer) or, by
-// chance, as wrong output.
-struct BarrierSync {
-  std::barrier<>* b;
-  void operator()() const { b->arrive_and_wait(); }
-};
-template <class F>
-std::vector<int> run_lanes(int nlanes, F f) {
-  std::barrier<> bar(nlanes);
-  std::vector<int> results(static_cast<std::size_t>(nlanes));
-  std::vector<std::thread> threads;
-  for (int lane = 0; lane < nlanes; ++lane)
-    threads.emplace_back([&, lane] { results[lane] = f(lane, nlanes, BarrierSync{&bar}); });
-  for (auto& t : threads) t.join();
-  return results;
-}
+using codec_test::agreed_result_of_lanes;
+using codec_test::BarrierSync;
 
 int decode(const Bytes& src, Bytes& dst) {
   return lz4_decode_block(src.data(), src.size(), dst.data(), dst.size(), 0, 1);
@@ -45,11 +29,9 @@ int decode(const Bytes& src, Bytes& dst) {
 
 // Decodes with `nlanes` threads; every lane must return the same value, which is returned.
 int decode_lanes(const Bytes& src, Bytes& dst, int nlanes) {
-  auto r = run_lanes(nlanes, [&](int lane, int n, BarrierSync sync) {
+  return agreed_result_of_lanes(nlanes, [&](int lane, int n, BarrierSync sync) {
     return lz4_decode_block_with(src.data(), src.size(), dst.data(), dst.size(), lane, n, sync);
   });
-  for (int v : r) EXPECT_EQ(v, r[0]);
-  return r[0];
 }
 
 int liblz4(const Bytes& src, Bytes& dst) {
