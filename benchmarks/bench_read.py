@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 import zarrflow
+from zarrflow._progress import Progress
 from zarrflow.synthetic import FieldMaker
 
 NLAT, NLON = 721, 1440
@@ -57,25 +58,17 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def progress(msg: str, i: int, n: int, t0: float) -> None:
-    done = (i + 1) / n
-    bar = "#" * int(30 * done) + "-" * (30 - int(30 * done))
-    rate = (i + 1) * FIELD_BYTES / 1e6 / max(time.perf_counter() - t0, 1e-9)
-    print(f"\r  {msg} [{bar}] {i + 1}/{n} fields, {rate:.0f} MB/s", end="", file=sys.stderr, flush=True)
-    if i + 1 == n:
-        print(file=sys.stderr)
-
-
 def make_fields(n: int) -> np.ndarray:
     """N ERA5-like fields cycling through a few variables (each drifting in time)."""
     makers = [FieldMaker(v, NLAT, NLON, seed=i) for i, v in enumerate(
         ("2m_temperature", "u_component_of_wind", "v_component_of_wind", "geopotential",
          "temperature", "specific_humidity"))]
     out = np.empty((n, NLAT, NLON), dtype=np.float32)
-    t0 = time.perf_counter()
+    bar = Progress(n, "generating")
     for i in range(n):
         out[i] = makers[i % len(makers)].at(i // len(makers))
-        progress("generating", i, n, t0)
+        bar.update(1, FIELD_BYTES)
+    bar.close()
     return out
 
 
@@ -98,12 +91,13 @@ def write_store(path: Path, codec: str, data: np.ndarray, threads: int) -> None:
     import tensorstore as ts
 
     arr = ts.open(ts_spec(path, codec, threads, len(data))).result()
-    t0 = time.perf_counter()
+    bar = Progress(len(data), f"writing {codec}")
     step = max(1, threads)
     for i in range(0, len(data), step):
         j = min(i + step, len(data))
         arr[i:j].write(data[i:j]).result()
-        progress(f"writing {codec:<22}", min(i + step, len(data)) - 1, len(data), t0)
+        bar.update(j - i, (j - i) * FIELD_BYTES)
+    bar.close()
     (path / ".complete").touch()
 
 

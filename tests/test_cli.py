@@ -102,14 +102,14 @@ def cli_stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, li
     return v3root, v2root, v3, v2l
 
 
-def run_cli(*args: str, module: bool = True) -> subprocess.CompletedProcess:
+def run_cli(*args: str, module: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
     if module:
         cmd = [sys.executable, "-m", "zarrflow", *args]
     else:
         script = Path(sys.executable).parent / ("zarrflow.exe" if os.name == "nt" else "zarrflow")
         assert script.exists(), f"console script {script} is not installed next to {sys.executable}"
         cmd = [str(script), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
 def _num_seq(nums: tuple) -> str:

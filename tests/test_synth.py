@@ -3,14 +3,13 @@ tensorstore alike, realistic compression, and no output that looks complete when
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import zarrflow
+from test_cli import run_cli
 from zarrflow import errors
 from zarrflow.synth import PRESETS, SynthSpec, synth
 
@@ -158,11 +157,6 @@ def test_bad_specs(tmp_path, kw, match):
     with pytest.raises(errors.InvalidArgumentError, match=match):
         synth(tmp_path / "s", small(**kw), progress=False)
     assert not list(tmp_path.iterdir())
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "zarrflow", *args], capture_output=True, text=True,
-                          timeout=120)
 
 
 def test_cli_writes_reports_and_refuses(tmp_path):

@@ -11,12 +11,13 @@ import time
 from typing import TextIO
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
+def human_bytes(n: float) -> str:
+    """1536 → "1.5 KiB" (binary units, as `zarrflow inspect` prints sizes)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
+        n /= 1024
+    return f"{n:.1f} TiB"
 
 
 class Progress:
@@ -55,7 +56,7 @@ class Progress:
         bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
         eta = (elapsed / frac - elapsed) if 0 < frac < 1 else 0.0
         return (f"{self.desc} [{bar}] {self.done}/{self.total} "
-                f"{_fmt_bytes(self.nbytes)} {_fmt_bytes(self.nbytes / elapsed)}/s "
+                f"{human_bytes(self.nbytes)} {human_bytes(self.nbytes / elapsed)}/s "
                 f"{elapsed:.1f}s eta {eta:.0f}s")
 
     def close(self) -> None:

@@ -8,14 +8,7 @@ from typing import TextIO
 
 from . import errors, rechunk, synth
 from ._api import Array, Group, open as zf_open
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
+from ._progress import human_bytes
 
 
 def _shape(t: tuple | None) -> str:
@@ -44,7 +37,7 @@ def _array_lines(arr: Array, deep: bool) -> list[str]:
         decoded = present * chunk_elems * arr.dtype.itemsize
         ratio = f"{decoded / stored:.2f}x" if stored else "—"
         lines.append(
-            f"stored {_human(stored)} for {_human(decoded)} decoded (ratio {ratio}); "
+            f"stored {human_bytes(stored)} for {human_bytes(decoded)} decoded (ratio {ratio}); "
             f"{unit} {present}/{total} present, {total - present} missing"
         )
     fill = arr.fill_value

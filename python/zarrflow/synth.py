@@ -32,7 +32,9 @@ import numpy as np
 
 from . import errors
 from ._codec_choice import CodecChoice
+from ._api import open as zf_open
 from ._progress import Progress
+from ._staging import staging_path, swap_into_place
 from .synthetic import FieldMaker, grid
 
 UPPER = ("u_component_of_wind", "v_component_of_wind", "temperature", "geopotential",
@@ -122,14 +124,6 @@ def _compressors(text: str, zarr_format: int) -> list | None:
 
         return numcodecs.get_codec(choice.v2_compressor())
     return choice.v3_codecs(itemsize=4)
-
-
-def _stored_bytes(path: Path) -> int:
-    total = 0
-    for root, _, files in os.walk(path):
-        total += sum(os.path.getsize(os.path.join(root, f)) for f in files
-                     if not f.startswith((".z", "zarr.json")))
-    return total
 
 
 def _write_coords(root, spec: SynthSpec, zarr_format: int, with_level: bool) -> None:
@@ -232,10 +226,9 @@ def synth(path: str | os.PathLike, spec: SynthSpec = SynthSpec(), *, overwrite: 
     if path.exists() and not overwrite:
         raise errors.InvalidArgumentError(f"synth: {path} already exists (pass overwrite=True / "
                                           "--overwrite to replace it)")
-    parent = path.parent if str(path.parent) else Path(".")
-    partial = parent / (path.name + ".partial")
+    partial = staging_path(path)
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
     except OSError as e:
@@ -257,18 +250,11 @@ def synth(path: str | os.PathLike, spec: SynthSpec = SynthSpec(), *, overwrite: 
     finally:
         bar.close()
     report = SynthReport(path, seconds=time.perf_counter() - t0)
+    written = zf_open(partial)
     for name in names:
-        decoded = 4 * spec.ntime * spec.nlat * spec.nlon * (
-            len(spec.channels()) if name == "data" else
-            (len(spec.levels) if name in spec.upper else 1))
-        report.arrays[name] = (decoded, _stored_bytes(partial / name))
-    # Swap in atomically: the old store (with --overwrite) goes only once the new one is whole.
-    old = parent / (path.name + ".old")
-    if path.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        path.rename(old)
-    partial.rename(path)
-    shutil.rmtree(old, ignore_errors=True)
+        arr = written[name]
+        report.arrays[name] = (arr.nbytes, arr.info()["stored_bytes"])
+    swap_into_place(partial, path)
     return report
 
 
