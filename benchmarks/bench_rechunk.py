@@ -39,7 +39,7 @@ CASES = {
 def tensorstore_copy(src: Path, dst: Path, opts: Options) -> float:
     import tensorstore as ts
 
-    plans, _, _ = plan(src, opts)
+    plans, _ = plan(src, opts)
     t0 = time.perf_counter()
     futures = []
     for p in plans:

@@ -123,7 +123,8 @@ class SampleDataset(torch.utils.data.Dataset):
                  mean: np.ndarray, std: np.ndarray):
         spec = zarrflow.loader.DatasetSpec.build(store, channels)
         self.store, self.times, self.backend = store, times, backend
-        self.chans = [(c.array.path, c.time_axis, dict(c.fixed), c.array.ndim) for c in spec.channels]
+        # (array path, time axis, index at time 0): plain data, so workers can unpickle it
+        self.chans = [(c.array.path, c.time_axis, c.key(0)) for c in spec.channels]
         self.mean = mean.astype(np.float32)[:, None, None]
         self.std = std.astype(np.float32)[:, None, None]
         self._handles = None  # opened lazily in each worker
@@ -145,15 +146,12 @@ class SampleDataset(torch.utils.data.Dataset):
         ds = xr.open_zarr(self.store, chunks=None, mask_and_scale=False, decode_times=False)
         return {path: ds[path].variable for path, *_ in self.chans}
 
-    def _field(self, path, t_axis, fixed, ndim, t) -> np.ndarray:
-        key = [slice(None)] * ndim
-        key[t_axis] = t
-        for axis, idx in fixed.items():
-            key[axis] = idx
+    def _field(self, path, t_axis, key0, t) -> np.ndarray:
+        key = key0[:t_axis] + (t,) + key0[t_axis + 1:]
         h = self._handles[path]
         if self.backend == "tensorstore":
-            return h[tuple(key)].read().result()
-        return np.asarray(h[tuple(key)].values)
+            return h[key].read().result()
+        return np.asarray(h[key].values)
 
     def __len__(self) -> int:
         return len(self.times)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import zarrflow
+from test_cli import run_cli
 from zarrflow import errors
 from zarrflow.rechunk import Options, RechunkError, plan, rechunk, unit_shape, units
 from zarrflow.synth import SynthSpec, synth
@@ -138,7 +139,7 @@ def test_parts_split_the_work_and_the_last_part_finalises(wb2, tmp_path):
     last = rechunk(wb2, dst, opts, part=(1, 3), progress=False)
     assert last.finalized
     total = sum(r.units for r in reps) + last.units
-    plans, _, _ = plan(wb2, opts)
+    plans, _ = plan(wb2, opts)
     assert total == sum(len(units(p, unit_shape(p, 1 << 30))) for p in plans)
     check_everywhere(wb2, dst, ["temperature", "specific_humidity", "time"], 3)
 
@@ -152,7 +153,7 @@ def test_interrupted_run_resumes_and_never_looks_complete(wb2, tmp_path, monkeyp
     real_plan = R.plan
 
     def flaky_plan(source, o):
-        plans, attrs, grp = real_plan(source, o)
+        plans, groups = real_plan(source, o)
         for p in plans:
             inner = p.read
 
@@ -163,7 +164,7 @@ def test_interrupted_run_resumes_and_never_looks_complete(wb2, tmp_path, monkeyp
                 return inner(region)
 
             p.read = read
-        return plans, attrs, grp
+        return plans, groups
 
     monkeypatch.setattr(R, "plan", flaky_plan)
     with pytest.raises(KeyboardInterrupt):
@@ -254,11 +255,6 @@ def test_corrupt_source_chunk_names_array_and_key(wb2, tmp_path):
     assert not (tmp_path / "o.zarr").exists()
 
 
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "zarrflow", *args], capture_output=True, text=True,
-                          timeout=120)
-
-
 def test_cli(wb2, tmp_path):
     dst = tmp_path / "c.zarr"
     r = run_cli("rechunk", str(wb2), str(dst), "--chunks", "time=2,latitude=19",
@@ -325,3 +321,23 @@ def test_foreign_partial_folder_is_left_alone(wb2, tmp_path):
     with pytest.raises(RechunkError, match="not a rechunk in progress"):
         rechunk(wb2, tmp_path / "o.zarr", Options(), progress=False)
     assert (tmp_path / "o.zarr.partial" / "mine.txt").read_text() == "keep"
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_nested_groups_keep_their_attributes(tmp_path, fmt):
+    src = tmp_path / "nested.zarr"
+    root = zarr.open_group(str(src), mode="w", zarr_format=3)
+    root.attrs["title"] = "root"
+    inner = root.create_group("a").create_group("b")
+    root["a"].attrs["level"] = "a"
+    inner.attrs["level"] = "b"
+    arr = inner.create_array("x", shape=(6, 4), chunks=(6, 4), dtype="int16",
+                             dimension_names=["time", "y"])
+    arr[...] = np.arange(24, dtype="int16").reshape(6, 4)
+    dst = tmp_path / "out.zarr"
+    rechunk(src, dst, Options(chunks={"time": 2}, zarr_format=fmt), progress=False)
+    g = zarr.open_group(str(dst), mode="r")
+    assert g.attrs["title"] == "root" and g["a"].attrs["level"] == "a"
+    assert g["a/b"].attrs["level"] == "b"
+    assert same_bytes(zarrflow.open_group(dst)["a/b/x"][...], arr[...])
+    assert zarrflow.open_group(dst)["a/b/x"].chunks == (2, 4)

@@ -54,6 +54,16 @@ class Channel:
     time_axis: int
     spatial_axes: tuple  # the remaining axes, in order
 
+    def key(self, t: int | slice, spatial: Sequence[slice] | None = None) -> tuple:
+        """The index into `array` of this channel at time(s) `t` (and a spatial region)."""
+        key: list = [slice(None)] * self.array.ndim
+        key[self.time_axis] = t
+        for axis, idx in self.fixed.items():
+            key[axis] = idx
+        for axis, s in zip(self.spatial_axes, spatial or ()):
+            key[axis] = s
+        return tuple(key)
+
 
 @dataclass
 class DatasetSpec:
@@ -663,9 +673,14 @@ def _normalize_cpu(a: np.ndarray, mean, std, dtype: str, inner: int) -> tuple[np
 
     def work(i: int) -> int:
         x = v[i:i + 1]
-        tmp = x - m
-        tmp *= inv
-        out[i:i + 1] = tmp
+        if out.dtype == np.float32:  # straight into the output
+            dst = out[i:i + 1]
+            np.subtract(x, m, out=dst)
+            dst *= inv
+        else:  # one float32 slice, then the cast
+            tmp = x - m
+            tmp *= inv
+            out[i:i + 1] = tmp
         return int(np.isnan(x).sum())
 
     nans = sum(_norm_pool.map(work, range(v.shape[0])))
@@ -681,11 +696,7 @@ def compute_stats(store: Any, variables: Sequence[str], *, every: int = 1, path:
     for ch in spec.channels:
         total = sq = count = 0.0
         for t in range(0, spec.ntime, every):
-            key = [slice(None)] * ch.array.ndim
-            key[ch.time_axis] = t
-            for axis, idx in ch.fixed.items():
-                key[axis] = idx
-            a = ch.array[tuple(key)].astype(np.float64)
+            a = ch.array[ch.key(t)].astype(np.float64)
             a = a[~np.isnan(a)]
             total += a.sum()
             sq += (a * a).sum()

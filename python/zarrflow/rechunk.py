@@ -37,6 +37,7 @@ from . import errors
 from ._api import Array, Group, open as zf_open
 from ._codec_choice import CodecChoice
 from ._progress import Progress
+from ._staging import staging_path, swap_into_place
 
 JOURNAL = ".zarrflow-rechunk"
 
@@ -110,25 +111,27 @@ def _fill_json(value, dt: np.dtype):
     return v
 
 
-def _target_shape(dims, shape, default, per_dim: dict[str, int], what: str, name: str) -> tuple:
+def _asked(dims, default, per_dim: dict[str, int], what: str, name: str) -> tuple:
+    """Per axis: the size named for its dim, else `default`'s."""
     out = []
-    for i, n in enumerate(shape):
+    for i, dflt in enumerate(default):
         d = dims[i] if dims else None
-        want = per_dim.get(d, default[i]) if d is not None else default[i]
+        want = per_dim.get(d, dflt) if d is not None else dflt
         if want < 1:
             raise RechunkError(f"rechunk: {what} of {name!r} along {d!r} must be >= 1, got {want}")
-        out.append(max(1, min(want, n)))
+        out.append(want)
     return tuple(out)
 
 
 def _finish_plan(name, shape, dtype, dims, fill, attrs, read, source_chunks, opts: Options,
                  source_format: int = 3) -> ArrayPlan:
-    chunks = _target_shape(dims, shape, source_chunks, opts.chunks, "chunk", name)
+    chunks = tuple(max(1, min(c, n)) for c, n in
+                   zip(_asked(dims, source_chunks, opts.chunks, "chunk", name), shape))
     shards = None
     if opts.shards is not None:
-        asked = _target_shape(dims, [10**18] * len(shape), chunks, opts.shards, "shard", name)
-        # A shard past the array's end is fine as long as it holds whole chunks.
-        shards = tuple(min(a, -(-n // c) * c) for a, n, c in zip(asked, shape, chunks))
+        # A shard may reach past the array's end, as long as it holds whole chunks.
+        shards = tuple(min(a, -(-n // c) * c) for a, n, c in
+                       zip(_asked(dims, chunks, opts.shards, "shard", name), shape, chunks))
         for c, s, d in zip(chunks, shards, dims or [None] * len(shape)):
             if s % c:
                 raise RechunkError(f"rechunk: {name!r}: chunk {c} does not divide shard {s} along "
@@ -137,13 +140,15 @@ def _finish_plan(name, shape, dtype, dims, fill, attrs, read, source_chunks, opt
                      tuple(source_chunks), source_format)
 
 
-def _walk(node: Group, prefix: str = "") -> Iterator[tuple[str, Array]]:
+def _walk(node: Group, groups: dict[str, dict], prefix: str = "") -> Iterator[tuple[str, Array]]:
+    """Every array below `node` by path; every group's attributes into `groups` ("" = root)."""
+    groups[prefix.rstrip("/")] = dict(node.attrs)
     for key, member in node.members():
         path = f"{prefix}{key}"
         if isinstance(member, Array):
             yield path, member
         else:
-            yield from _walk(member, path + "/")
+            yield from _walk(member, groups, path + "/")
 
 
 def _clean_attrs(attrs: dict) -> dict:
@@ -182,13 +187,7 @@ def _stack_plans(group: Group, opts: Options) -> tuple[ArrayPlan, set[str]]:
                        dtype=np.float32)
         for k, ci in enumerate(range(c.start, c.stop)):
             ch = ds.channels[ci]
-            key: list = [slice(None)] * ch.array.ndim
-            key[ch.time_axis] = t
-            for axis, idx in ch.fixed.items():
-                key[axis] = idx
-            for axis, s in zip(ch.spatial_axes, sp):
-                key[axis] = s
-            out[:, k] = ch.array[tuple(key)]
+            out[:, k] = ch.array[ch.key(t, sp)]
         return out
 
     labels = [ch.name for ch in ds.channels]
@@ -218,8 +217,9 @@ def _all_channels(group: Group, time_dim: str = "time", level_dim: str = "level"
     return out
 
 
-def plan(source: str | os.PathLike, opts: Options) -> tuple[list[ArrayPlan], dict, bool]:
-    """(array plans, root group attributes, whether the root is a group)."""
+def plan(source: str | os.PathLike, opts: Options) -> tuple[list[ArrayPlan], dict[str, dict]]:
+    """(array plans, {group path: attributes} of the groups the output keeps; {} when the source
+    is a single array)."""
     if opts.zarr_format not in (2, 3):
         raise RechunkError(f"rechunk: zarr_format must be 2 or 3, not {opts.zarr_format}")
     if opts.zarr_format == 2 and (opts.shards is not None or opts.crc32c):
@@ -229,13 +229,14 @@ def plan(source: str | os.PathLike, opts: Options) -> tuple[list[ArrayPlan], dic
     if isinstance(root, Array):
         if opts.stack:
             raise RechunkError("rechunk --stack needs a group (arrays plus coordinates)")
-        return [_array_plan("", root, opts)], {}, False
+        return [_array_plan("", root, opts)], {}
     plans, consumed = [], set()
     if opts.stack:
         stacked, consumed = _stack_plans(root, opts)
         plans.append(stacked)
     wanted = set(opts.arrays or ())
-    for name, arr in _walk(root):
+    groups: dict[str, dict] = {}
+    for name, arr in _walk(root, groups):
         if opts.stack:  # the stacked array, 1-D coordinates, and what --arrays adds
             keep = (arr.ndim <= 1 and name not in consumed) or name in wanted
         else:
@@ -245,7 +246,9 @@ def plan(source: str | os.PathLike, opts: Options) -> tuple[list[ArrayPlan], dic
     missing = wanted - {p.name for p in plans}
     if missing:
         raise RechunkError(f"rechunk: no array named {', '.join(sorted(missing))} in {source}")
-    return plans, dict(root.attrs), True
+    ancestors = {"/".join(p.name.split("/")[:k]) for p in plans
+                 for k in range(p.name.count("/") + 1)}
+    return plans, {g: a for g, a in groups.items() if g in ancestors}
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,21 +349,20 @@ def _open_output(spec: dict):
     return ts.open(spec, create=True, open=True).result()
 
 
-def _write_group_meta(root: Path, plans: list[ArrayPlan], attrs: dict, opts: Options) -> None:
-    groups = {""} | {str(Path(p.name).parent) for p in plans if "/" in p.name}
-    for g in groups:
+def _write_group_meta(root: Path, groups: dict[str, dict], opts: Options) -> None:
+    for g, attrs in groups.items():
         d = root / g if g else root
         d.mkdir(parents=True, exist_ok=True)
         if opts.zarr_format == 3:
             (d / "zarr.json").write_text(json.dumps(
-                {"zarr_format": 3, "node_type": "group", "attributes": attrs if not g else {}}))
+                {"zarr_format": 3, "node_type": "group", "attributes": attrs}))
         else:
             (d / ".zgroup").write_text(json.dumps({"zarr_format": 2}))
-            if not g and attrs:
+            if attrs:
                 (d / ".zattrs").write_text(json.dumps(attrs))
 
 
-def _write_v2_attrs_and_consolidate(root: Path, plans: list[ArrayPlan], attrs: dict) -> None:
+def _write_v2_attrs_and_consolidate(root: Path, plans: list[ArrayPlan], groups: dict[str, dict]) -> None:
     meta: dict = {}
     for p in plans:
         za = dict(p.attrs)
@@ -371,12 +373,12 @@ def _write_v2_attrs_and_consolidate(root: Path, plans: list[ArrayPlan], attrs: d
         prefix = f"{p.name}/" if p.name else ""
         meta[prefix + ".zarray"] = json.loads((d / ".zarray").read_text())
         meta[prefix + ".zattrs"] = za
-    if any(p.name for p in plans):
-        for g in {""} | {str(Path(p.name).parent) for p in plans if "/" in p.name}:
+    if groups:
+        for g, attrs in groups.items():
             prefix = f"{g}/" if g else ""
             meta[prefix + ".zgroup"] = {"zarr_format": 2}
-        if attrs:
-            meta[".zattrs"] = attrs
+            if attrs:
+                meta[prefix + ".zattrs"] = attrs
         (root / ".zmetadata").write_text(json.dumps({"zarr_consolidated_format": 1, "metadata": meta}))
 
 
@@ -429,7 +431,7 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
         raise RechunkError("rechunk: source and destination are the same path")
     if dest.exists() and not overwrite:
         raise RechunkError(f"rechunk: {dest} already exists (pass --overwrite to replace it)")
-    plans, root_attrs, is_group = plan(source, opts)
+    plans, groups = plan(source, opts)
     memory = _parse_size(opts.memory)
     threads = opts.threads or os.cpu_count() or 1
     copies = 2 if opts.verify else 1
@@ -444,7 +446,7 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
                                f"{memory / 2**20:.1f} MiB")
         work += [(p, k, region) for k, region in enumerate(units(p, unit_shape(p, per_unit_budget)))]
 
-    partial = dest.parent / (dest.name + ".partial")
+    partial = staging_path(dest)
     journal = partial / JOURNAL
     digest = _plan_digest(source, plans, opts)
     try:
@@ -458,8 +460,7 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
 
     # Metadata first (every part writes the same; tensorstore opens what matches).
     try:
-        if is_group:
-            _write_group_meta(partial, plans, root_attrs, opts)
+        _write_group_meta(partial, groups, opts)
         handles = {p.name: _open_output(_ts_spec(partial, p, opts)) for p in plans}
     except (OSError, ValueError) as e:
         raise errors.StoreIOError(f"rechunk: writing metadata under {partial} failed: {e}") from e
@@ -519,12 +520,12 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
         bar.close()
     report.bytes = bar.nbytes
     (journal / f"part-{i_part}-of-{n_parts}.done").touch()
-    report.finalized = _finalize(partial, dest, plans, root_attrs, opts, n_parts, overwrite)
+    report.finalized = _finalize(partial, dest, plans, groups, opts, n_parts, overwrite)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _finalize(partial: Path, dest: Path, plans, root_attrs, opts: Options, n_parts: int,
+def _finalize(partial: Path, dest: Path, plans, groups, opts: Options, n_parts: int,
               overwrite: bool) -> bool:
     journal = partial / JOURNAL
     if len(list(journal.glob(f"part-*-of-{n_parts}.done"))) < n_parts:
@@ -536,16 +537,11 @@ def _finalize(partial: Path, dest: Path, plans, root_attrs, opts: Options, n_par
     except FileExistsError:
         return False
     if opts.zarr_format == 2:
-        _write_v2_attrs_and_consolidate(partial, plans, root_attrs)
+        _write_v2_attrs_and_consolidate(partial, plans, groups)
     shutil.rmtree(journal)
-    old = dest.parent / (dest.name + ".old")
-    if dest.exists():
-        if not overwrite:
-            raise RechunkError(f"rechunk: {dest} appeared while rechunking; result left in {partial}")
-        shutil.rmtree(old, ignore_errors=True)
-        dest.rename(old)
-    partial.rename(dest)
-    shutil.rmtree(old, ignore_errors=True)
+    if dest.exists() and not overwrite:
+        raise RechunkError(f"rechunk: {dest} appeared while rechunking; result left in {partial}")
+    swap_into_place(partial, dest)
     return True
 
 
