@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
@@ -87,52 +88,11 @@ struct Half {
 
 enum class Num : std::uint8_t { kI1, kI2, kI4, kI8, kU1, kU2, kU4, kU8, kF2, kF4, kF8 };
 
+// The C++ type of each Num, in enum order.
+using NumTypes = std::tuple<std::int8_t, std::int16_t, std::int32_t, std::int64_t, std::uint8_t,
+                            std::uint16_t, std::uint32_t, std::uint64_t, Half, float, double>;
 template <Num N>
-struct NumType;
-template <>
-struct NumType<Num::kI1> {
-  using type = std::int8_t;
-};
-template <>
-struct NumType<Num::kI2> {
-  using type = std::int16_t;
-};
-template <>
-struct NumType<Num::kI4> {
-  using type = std::int32_t;
-};
-template <>
-struct NumType<Num::kI8> {
-  using type = std::int64_t;
-};
-template <>
-struct NumType<Num::kU1> {
-  using type = std::uint8_t;
-};
-template <>
-struct NumType<Num::kU2> {
-  using type = std::uint16_t;
-};
-template <>
-struct NumType<Num::kU4> {
-  using type = std::uint32_t;
-};
-template <>
-struct NumType<Num::kU8> {
-  using type = std::uint64_t;
-};
-template <>
-struct NumType<Num::kF2> {
-  using type = Half;
-};
-template <>
-struct NumType<Num::kF4> {
-  using type = float;
-};
-template <>
-struct NumType<Num::kF8> {
-  using type = double;
-};
+using num_t = std::tuple_element_t<static_cast<std::size_t>(N), NumTypes>;
 
 template <typename T>
 constexpr bool kIsFloat = std::is_same_v<T, Half> || std::is_floating_point_v<T>;
@@ -476,7 +436,7 @@ class DeltaCodec final : public ElementwiseFilter {
     const bool si = enc_.swap, so = dec_.swap;
     visit(enc_.num, [&]<typename In>(std::type_identity<In>) {
       visit(dec_.num, [&]<typename Out>(std::type_identity<Out>) {
-        using Acc = typename NumType<promote(num_of<In>(), num_of<Out>())>::type;
+        using Acc = num_t<promote(num_of<In>(), num_of<Out>())>;
         Acc acc{};
         for (std::size_t i = 0; i < n; ++i) {
           const Acc v = cast<Acc>(load<In>(in + i * sizeof(In), si));
