@@ -101,6 +101,14 @@ def write_store(path: Path, codec: str, data: np.ndarray, threads: int) -> None:
     (path / ".complete").touch()
 
 
+def zarr_thread_config(threads: int) -> dict:
+    """zarr-python's thread settings for a run on ``threads`` cores: its thread pool (file reads and
+    codec calls; zarrs takes its thread count from the same key) gets ``threads`` workers;
+    ``async.concurrency`` bounds chunks in flight, not threads, and is not set below zarr's default
+    of 10. Set it before zarr's first use: zarr sizes its pool once."""
+    return {"threading.max_workers": threads, "async.concurrency": max(threads, 10)}
+
+
 def python_peers(path: Path, threads: int, unavailable: dict) -> list:
     """zarr-python 3 (its default codec pipeline) and zarr-python + zarrs, when importable."""
     try:
@@ -108,7 +116,7 @@ def python_peers(path: Path, threads: int, unavailable: dict) -> list:
     except ImportError as e:
         unavailable["zarr-python"] = unavailable["zarr-python+zarrs"] = f"not installed ({e})"
         return []
-    zarr.config.set({"threading.max_workers": threads, "async.concurrency": max(threads, 10)})
+    zarr.config.set(zarr_thread_config(threads))
     peers = []
     za = zarr.open_array(str(path), mode="r")
     peers.append(("zarr-python", lambda: za[...]))

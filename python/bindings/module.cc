@@ -16,6 +16,7 @@
 
 #include "tensor.h"
 #include "zarrflow/store/file_store.h"
+#include "zarrflow/store/http_store.h"
 #include "zarrflow/zarr/hierarchy.h"
 #ifdef ZARRFLOW_HAVE_CUDA
 #include "zarrflow/codec/gpu/nvcomp.h"
@@ -100,6 +101,19 @@ ReadOptions read_options(Executor* exec) {
     opts.buffers = &exec->buffers;
   }
   return opts;
+}
+
+// Transport counters of a remote store (requests, retries, bytes, requests in flight).
+nb::dict http_stats(const HttpStore& s) {
+  const HttpCounters& c = s.client().counters();
+  nb::dict d;
+  d["requests"] = c.requests.load();
+  d["retries"] = c.retries.load();
+  d["bytes"] = c.bytes.load();
+  d["in_flight"] = c.in_flight.load();
+  d["max_in_flight"] = c.max_in_flight.load();
+  d["io_threads"] = s.io_pool()->size();
+  return d;
 }
 
 // Array::read on host memory with the GIL released; raises on failure.
@@ -527,7 +541,12 @@ NB_MODULE(_core, m) {
   nb::class_<Store>(m, "Store")
       .def("describe_key", &Store::describe_key)
       .def("get", [](const Store& s, const std::string& key) -> nb::object {
-        auto v = value_or_throw(s.get(key));
+        Result<std::optional<Buffer>> r = std::optional<Buffer>();
+        {
+          nb::gil_scoped_release release;
+          r = s.get(key);
+        }
+        auto v = value_or_throw(std::move(r));
         if (!v) return nb::none();
         return nb::bytes(reinterpret_cast<const char*>(v->data()), v->size());
       });
@@ -535,9 +554,35 @@ NB_MODULE(_core, m) {
   m.def("open_file_store", [](const std::string& root) -> std::shared_ptr<Store> {
     return value_or_throw(FileStore::open(root));
   });
+  nb::class_<HttpStore, Store>(m, "HttpStore")
+      .def("stats", &http_stats)
+      .def("reset_stats", [](const HttpStore& s) { s.client().reset_counters(); })
+      .def("list", [](const HttpStore& s, const std::string& prefix) {
+        std::vector<ListEntry> entries;
+        {
+          nb::gil_scoped_release release;
+          entries = value_or_throw(s.list(prefix));
+        }
+        nb::list out;
+        for (const auto& e : entries) out.append(nb::make_tuple(e.key, e.size));
+        return out;
+      });
+  m.def("open_remote_store", [](const std::string& config_json) -> std::shared_ptr<Store> {
+    return value_or_throw(HttpStore::open_json(config_json));
+  });
 
   nb::class_<Array>(m, "Array")
       .def_prop_ro("path", &Array::path)
+      .def("remote_stats",
+           [](const Array& a) -> nb::object {
+             const auto* http = dynamic_cast<const HttpStore*>(&a.store());
+             return http ? nb::object(http_stats(*http)) : nb::none();
+           })
+      .def("reset_remote_stats",
+           [](const Array& a) {
+             if (const auto* http = dynamic_cast<const HttpStore*>(&a.store()))
+               http->client().reset_counters();
+           })
       .def_prop_ro("zarr_format", [](const Array& a) { return a.metadata().zarr_format; })
       .def_prop_ro("shape", [](const Array& a) { return to_tuple(a.shape()); })
       .def_prop_ro("dtype", [](const Array& a) { return a.dtype().numpy_str(); })
@@ -614,15 +659,33 @@ NB_MODULE(_core, m) {
       .def_prop_ro("attrs_json", [](const Group& g) { return g.metadata().attributes.dump(); })
       .def_prop_ro("consolidated",
                    [](const Group& g) { return g.metadata().consolidated.has_value(); })
-      .def("member_names", [](const Group& g) { return value_or_throw(g.member_names()); })
+      .def("member_names",
+           [](const Group& g) {
+             Result<std::vector<std::string>> r = std::vector<std::string>{};
+             {
+               nb::gil_scoped_release release;  // may list a remote store
+               r = g.member_names();
+             }
+             return value_or_throw(std::move(r));
+           })
       .def("open_member", [](const Group& g, const std::string& name) {
-        return wrap_node(value_or_throw(g.open_member(name)));
+        Result<Node> r = internal_error("unset");
+        {
+          nb::gil_scoped_release release;
+          r = g.open_member(name);
+        }
+        return wrap_node(value_or_throw(std::move(r)));
       });
 
   m.def(
       "open_node",
       [](std::shared_ptr<Store> store, const std::string& path, std::optional<int> zarr_format) {
-        return wrap_node(value_or_throw(open_node(std::move(store), path, zarr_format)));
+        Result<Node> r = internal_error("unset");
+        {
+          nb::gil_scoped_release release;  // metadata reads may go over the network
+          r = open_node(std::move(store), path, zarr_format);
+        }
+        return wrap_node(value_or_throw(std::move(r)));
       },
       "store"_a, "path"_a = "", "zarr_format"_a = nb::none());
 }

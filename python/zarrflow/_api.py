@@ -15,6 +15,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from . import _core, _gpu
+from ._remote import is_remote, open_remote
 from ._threads import make_executor
 from .errors import NodeNotFoundError, ZarrflowIndexError
 
@@ -27,13 +28,19 @@ def _numpy_dtype(name: str) -> np.dtype:
     return np.dtype(name)
 
 
-def _store_and_path(path: str | os.PathLike) -> tuple[_core.Store, str]:
+def _store_and_path(path: str | os.PathLike,
+                    storage_options: dict[str, Any] | None = None) -> tuple[_core.Store, str]:
     p = os.fspath(path)
+    if is_remote(p):
+        return open_remote(p, storage_options), ""
     if p.startswith("file://"):
         p = p[len("file://"):]
     if "://" in p:
         scheme = p.split("://", 1)[0]
-        raise NotImplementedError(f"{scheme}:// stores are not supported yet (local paths only)")
+        raise NotImplementedError(f"{scheme}:// stores are not supported "
+                                  f"(local paths, file://, s3://, gs://, http(s)://)")
+    if storage_options:
+        raise ValueError("storage_options apply to remote URLs (s3://, gs://, http(s)://) only")
     return _core.open_file_store(p), ""
 
 
@@ -44,13 +51,18 @@ def _wrap(node: Any, executor: _core.Executor) -> "Array | Group":
 
 
 def open(path: str | os.PathLike, *, zarr_format: int | None = None,
-         threads: int | None = None) -> "Array | Group":
+         threads: int | None = None,
+         storage_options: dict[str, Any] | None = None) -> "Array | Group":
     """Open the Zarr array or group (v2 or v3) stored at ``path``.
 
-    ``threads`` sets the size of the pool this hierarchy reads with (default: the shared pool,
-    sized by ZARRFLOW_NUM_THREADS or the CPU count).
+    ``path`` is a local directory, ``file://``, ``s3://bucket/prefix``, ``gs://bucket/prefix``
+    or ``http(s)://`` URL. ``storage_options`` configure remote stores (credentials, endpoint,
+    requests in flight, timeouts, retries; see ``zarrflow._remote``). ``threads`` sets the size
+    of the pool this hierarchy decodes with (default: the shared pool, sized by
+    ZARRFLOW_NUM_THREADS or the CPU count); remote stores fetch on their own I/O pool of
+    ``max_in_flight`` threads.
     """
-    store, node_path = _store_and_path(path)
+    store, node_path = _store_and_path(path, storage_options)
     return _wrap(_core.open_node(store, node_path, zarr_format), make_executor(threads))
 
 
@@ -156,6 +168,15 @@ class Array(_Node):
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+    def remote_stats(self, reset: bool = False) -> dict[str, int] | None:
+        """Transport counters of a remote store: requests, retries, bytes, requests in flight
+        (now and the maximum) and I/O threads; None for local stores. ``reset`` zeroes them
+        after reading."""
+        stats = self._h.remote_stats()
+        if reset:
+            self._h.reset_remote_stats()
+        return stats
 
     @property
     def nbytes(self) -> int:

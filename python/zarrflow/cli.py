@@ -9,6 +9,7 @@ from typing import TextIO
 from . import errors, rechunk, synth
 from ._api import Array, Group, open as zf_open
 from ._progress import human_bytes
+from ._remote import add_storage_arguments, storage_options_from
 
 
 def _shape(t: tuple | None) -> str:
@@ -25,7 +26,12 @@ def _array_lines(arr: Array, deep: bool) -> list[str]:
         f"codecs: {arr.codecs_description}",
     ]
     if deep:
-        info = arr.info()
+        try:
+            info = arr.info()
+        except errors.UnsupportedError as e:  # plain HTTP cannot list chunks
+            lines.append(f"stored sizes unknown: {e}")
+            deep = False
+    if deep:
         stored = info["stored_bytes"]
         total = info["chunks_total"]
         present = info["chunks_present"]
@@ -65,9 +71,10 @@ def _walk(node: Array | Group, name: str, prefix: str, last: bool, out: TextIO, 
         _walk(node[key], key, prefix + cont, i == len(names) - 1, out, deep)
 
 
-def inspect(path: str, out: TextIO = sys.stdout, deep: bool = True) -> None:
+def inspect(path: str, out: TextIO = sys.stdout, deep: bool = True,
+            storage_options: dict | None = None) -> None:
     """Print the hierarchy at ``path`` like zarrdump."""
-    node = zf_open(path)
+    node = zf_open(path, storage_options=storage_options)
     _walk(node, path, "", True, out, deep, top=True)
 
 
@@ -78,12 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     p_inspect.add_argument("path")
     p_inspect.add_argument("--no-storage", action="store_true",
                            help="skip listing chunks (faster on huge stores)")
+    add_storage_arguments(p_inspect)
     synth.add_parser(sub)
     rechunk.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "inspect":
-            inspect(args.path, deep=not args.no_storage)
+            inspect(args.path, deep=not args.no_storage,
+                    storage_options=storage_options_from(args))
         elif args.command == "synth":
             synth.run(args)
         elif args.command == "rechunk":

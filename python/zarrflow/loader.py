@@ -78,9 +78,10 @@ class DatasetSpec:
     @classmethod
     def build(cls, group: Group | str | os.PathLike, variables: Sequence[str], *,
               time_dim: str = "time", level_dim: str = "level",
-              channel_dim: str = "channel") -> "DatasetSpec":
+              channel_dim: str = "channel",
+              storage_options: dict | None = None) -> "DatasetSpec":
         if not isinstance(group, Group):
-            group = zf_open(group)
+            group = zf_open(group, storage_options=storage_options)
             if not isinstance(group, Group):
                 raise LoaderError("the loader reads a Zarr group (arrays and coordinates)")
         if not variables:
@@ -279,7 +280,8 @@ class Loader:
     ``cache_gb`` / ``host_cache_gb`` (GPU / pinned host memory for compressed chunks kept
     across epochs; 0 = no cache; the GPU tier is asked first), ``time_range`` ((start, stop)
     time indices that every input and target step of a sample must lie in: train/validation
-    splits without leakage across the boundary).
+    splits without leakage across the boundary), ``storage_options`` (credentials, endpoint and
+    transport settings when ``store`` is an s3://, gs:// or http(s):// URL).
     """
 
     def __init__(self, store: Any, variables: Sequence[str], *, batch_size: int = 16,
@@ -293,9 +295,10 @@ class Loader:
                  time_dim: str = "time", level_dim: str = "level",
                  channel_dim: str = "channel", block: int = 8, buffer: int = 64,
                  progress: int = 0, cache_gb: float = 0.0, host_cache_gb: float = 0.0,
-                 time_range: tuple[int, int] | None = None):
+                 time_range: tuple[int, int] | None = None,
+                 storage_options: dict | None = None):
         self.spec = DatasetSpec.build(store, variables, time_dim=time_dim, level_dim=level_dim,
-                                      channel_dim=channel_dim)
+                                      channel_dim=channel_dim, storage_options=storage_options)
         if batch_size < 1:
             raise LoaderError("batch_size must be >= 1")
         if layout not in ("BCHW", "BTCHW"):

@@ -37,6 +37,7 @@ from . import errors
 from ._api import Array, Group, open as zf_open
 from ._codec_choice import CodecChoice
 from ._progress import Progress
+from ._remote import add_storage_arguments, is_remote, storage_options_from
 from ._staging import staging_path, swap_into_place
 
 JOURNAL = ".zarrflow-rechunk"
@@ -64,6 +65,7 @@ class Options:
     memory: int = 2 << 30
     threads: int = 0  # 0 = CPU count
     verify: bool = False
+    storage_options: dict | None = None  # credentials/endpoint when the source is a URL
 
 
 @dataclass
@@ -225,7 +227,7 @@ def plan(source: str | os.PathLike, opts: Options) -> tuple[list[ArrayPlan], dic
     if opts.zarr_format == 2 and (opts.shards is not None or opts.crc32c):
         raise RechunkError("rechunk: sharding and crc32c need Zarr v3 output (--zarr-format 3)")
     CodecChoice.parse(opts.codec, "rechunk")
-    root = zf_open(source)
+    root = zf_open(source, storage_options=opts.storage_options)
     if isinstance(root, Array):
         if opts.stack:
             raise RechunkError("rechunk --stack needs a group (arrays plus coordinates)")
@@ -404,8 +406,12 @@ def _parse_size(text: str | int) -> int:
         raise RechunkError(f"rechunk: cannot read memory size {text!r} (e.g. 2GB, 512M)") from None
 
 
+def _source_id(source) -> str:
+    return source if is_remote(source) else os.path.abspath(source)
+
+
 def _plan_digest(source, plans: list[ArrayPlan], opts: Options) -> str:
-    desc = {"source": os.path.abspath(source), "format": opts.zarr_format, "codec": opts.codec,
+    desc = {"source": _source_id(source), "format": opts.zarr_format, "codec": opts.codec,
             "crc32c": opts.crc32c, "arrays": [(p.name, p.shape, p.chunks, p.shards, str(p.dtype))
                                               for p in plans]}
     return hashlib.sha1(json.dumps(desc, sort_keys=True, default=list).encode()).hexdigest()
@@ -427,7 +433,7 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
     if not (n_parts >= 1 and 0 <= i_part < n_parts):
         raise RechunkError(f"rechunk: part must be i/n with 0 <= i < n, got {i_part}/{n_parts}")
     dest = Path(dest)
-    if os.path.abspath(source) == os.path.abspath(dest):
+    if _source_id(source) == os.path.abspath(dest):
         raise RechunkError("rechunk: source and destination are the same path")
     if dest.exists() and not overwrite:
         raise RechunkError(f"rechunk: {dest} already exists (pass --overwrite to replace it)")
@@ -569,7 +575,8 @@ def _dim_map(text: str | None, flag: str) -> dict[str, int] | None:
 def add_parser(sub) -> None:
     p = sub.add_parser("rechunk", help="rechunk / convert a Zarr store (v2 → v3, codecs, sharding)",
                        description=__doc__.split("\n\n")[0])
-    p.add_argument("source")
+    p.add_argument("source", help="local path, or s3://, gs://, http(s):// URL")
+    add_storage_arguments(p)
     p.add_argument("dest", help="output store (refused if present unless --overwrite)")
     p.add_argument("--chunks", help="target chunk per named dim, e.g. time=1,latitude=721,longitude=1440"
                                     " (dims not named keep the source chunk)")
@@ -602,7 +609,8 @@ def run(args, out: TextIO = sys.stdout) -> None:
                    stack=tuple(args.stack.split(",")) if args.stack else None,
                    stack_name=args.stack_name,
                    arrays=tuple(args.arrays.split(",")) if args.arrays else None,
-                   memory=_parse_size(args.memory), threads=args.threads, verify=args.verify)
+                   memory=_parse_size(args.memory), threads=args.threads, verify=args.verify,
+                   storage_options=storage_options_from(args))
     rep = rechunk(args.source, args.dest, opts, part=(i, n), overwrite=args.overwrite,
                   progress=not args.quiet)
     rate = rep.bytes / max(rep.seconds, 1e-9) / 1e9

@@ -56,7 +56,7 @@ class ZarrflowBackendEntrypoint(BackendEntrypoint):
     description = "Read Zarr v2/v3 stores with zarrflow (parallel C++ reader; GPU decode with device='cuda')"
     url = "https://github.com/zarrflow/zarrflow"
     open_dataset_parameters = ("filename_or_obj", "drop_variables", "device", "group",
-                               "mask_and_scale", "decode_times")
+                               "mask_and_scale", "decode_times", "storage_options")
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         try:
@@ -67,10 +67,11 @@ class ZarrflowBackendEntrypoint(BackendEntrypoint):
 
     def open_dataset(self, filename_or_obj: Any, *, drop_variables: Iterable[str] | None = None,
                      device: str | None = None, group: str | None = None,
-                     mask_and_scale: bool = True, decode_times: bool = True) -> Any:
+                     mask_and_scale: bool = True, decode_times: bool = True,
+                     storage_options: dict | None = None) -> Any:
         import xarray as xr
 
-        node = zf_open(filename_or_obj)
+        node = zf_open(filename_or_obj, storage_options=storage_options)
         if group:
             node = node[group]
         if isinstance(node, Array):

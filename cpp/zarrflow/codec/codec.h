@@ -36,11 +36,6 @@ struct ChunkSpec {
   [[nodiscard]] std::int64_t nbytes() const { return num_elements() * dtype.size; }
 };
 
-struct CoalesceOptions {
-  std::uint64_t max_gap_bytes = 1 << 20;      // merge ranges separated by at most this many bytes
-  std::uint64_t max_merged_bytes = 16 << 20;  // but never build a request larger than this
-};
-
 // Per-read resources handed down the chain. All pointers may be null (serial, plain malloc).
 struct DecodeContext {
   ThreadPool* pool = nullptr;

@@ -16,6 +16,7 @@
 #include "zarrflow/codec/codec_chain.h"
 #include "zarrflow/codec/json_config.h"
 #include "zarrflow/codec/sharding_indexed.h"
+#include "zarrflow/store/range_coalescer.h"
 
 namespace zarrflow {
 namespace {
@@ -115,44 +116,30 @@ class ShardingCodec final : public ArrayToBytesCodec {
               [](const LeafRead& a, const LeafRead& b) { return a.range.offset < b.range.offset; });
     // Nested shards are read through windows (their own index first); the rest is coalesced
     // into groups read by one request each.
-    struct Group {
-      std::size_t first, last;  // items [first, last)
-      ByteRange range;
-    };
-    std::vector<Group> groups;
-    const bool nested = inner_.supports_partial_read();
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      const ByteRange& r = items[i].range;
-      if (!nested && !groups.empty()) {
-        Group& g = groups.back();
-        const std::uint64_t g_end = g.range.offset + g.range.length;
-        const std::uint64_t new_end = std::max(g_end, r.offset + r.length);
-        if (r.offset <= g_end + ctx.coalesce.max_gap_bytes &&
-            new_end - g.range.offset <= ctx.coalesce.max_merged_bytes) {
-          g.range.length = new_end - g.range.offset;
-          g.last = i + 1;
-          continue;
-        }
-      }
-      groups.push_back({i, i + 1, r});
-    }
-    return parallel_for(ctx.pool, groups.size(), [&](std::size_t gi) -> Status {
-      const Group& g = groups[gi];
-      if (nested) {
-        const LeafRead& it = items[g.first];
+    if (inner_.supports_partial_read()) {
+      return parallel_for(ctx.pool, items.size(), [&](std::size_t i) -> Status {
+        const LeafRead& it = items[i];
         WindowReader window(reader, it.range.offset, it.range.length);
         bool inner_found = true;
         return inner_.partial_decode_into(window, it.sel, it.dest, ctx, inner_found)
             .annotate(it.where);
-      }
-      ZF_ASSIGN_OR_RETURN(auto parts, reader.read({&g.range, 1}));
+      });
+    }
+    std::vector<ByteRange> ranges;
+    ranges.reserve(items.size());
+    for (const auto& it : items) ranges.push_back(it.range);
+    const std::vector<MergedRange> groups = coalesce_ranges(ranges, ctx.coalesce);
+    return parallel_for(ctx.pool, groups.size(), [&](std::size_t gi) -> Status {
+      const MergedRange& g = groups[gi];
+      const ByteRange whole = ByteRange::of(g.offset, g.length);
+      ZF_ASSIGN_OR_RETURN(auto parts, reader.read({&whole, 1}));
       if (!parts) return corrupt_data("shard disappeared while it was being read");
       const ConstByteSpan bytes = (*parts)[0].span();
-      for (std::size_t i = g.first; i < g.last; ++i) {
+      for (std::size_t i : g.parts) {
         const LeafRead& it = items[i];
         ZF_RETURN_IF_ERROR_CTX(
-            inner_.decode_into(bytes.subspan(it.range.offset - g.range.offset, it.range.length),
-                               it.sel, it.dest, ctx),
+            inner_.decode_into(bytes.subspan(it.range.offset - g.offset, it.range.length), it.sel,
+                               it.dest, ctx),
             it.where);
       }
       return {};

@@ -18,6 +18,7 @@
 
 #include "zarrflow/core/buffer.h"
 #include "zarrflow/core/status.h"
+#include "zarrflow/core/thread_pool.h"
 
 namespace zarrflow {
 
@@ -32,6 +33,12 @@ struct ByteRange {
   }
   static ByteRange last(std::uint64_t length) { return {0, length, true}; }
   [[nodiscard]] std::string to_string() const;
+};
+
+// Limits for merging nearby ranges of one value into one read (see range_coalescer.h).
+struct CoalesceOptions {
+  std::uint64_t max_gap_bytes = 1 << 20;      // bytes read and thrown away to save a request
+  std::uint64_t max_merged_bytes = 16 << 20;  // upper bound of a merged request
 };
 
 struct ListEntry {
@@ -75,6 +82,14 @@ class Store {
 
   // "file:///data/era5.zarr/t2m/c/0" — how a key is named in error messages.
   [[nodiscard]] virtual std::string describe_key(std::string_view key) const = 0;
+
+  // Remote stores: a pool with one thread per request they keep in flight. Readers run their
+  // per-chunk fetches on it instead of the CPU-sized pool, so network latency, not the core
+  // count, sets the concurrency. Local stores: null (reads use the caller's pool).
+  [[nodiscard]] virtual ThreadPool* io_pool() const { return nullptr; }
+
+  // How readers should merge nearby ranges of one value (inner chunks of a shard) on this store.
+  [[nodiscard]] virtual CoalesceOptions coalescing() const { return {}; }
 };
 
 // Rejects keys that are empty where a name is needed, absolute, contain "." or ".." segments,

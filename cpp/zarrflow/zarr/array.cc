@@ -72,9 +72,10 @@ Status Array::read(const Selection& region, const StridedView& dest,
                    const ReadOptions& options) const {
   ZF_RETURN_IF_ERROR(validate_region(region, dest));
   if (region.empty()) return {};
-  const DecodeContext ctx{options.pool, options.buffers, options.coalesce};
   const auto blocks = chunk_blocks(region, md_.chunk_shape);
-  return parallel_for(options.pool, blocks.size(), [&](std::size_t i) -> Status {
+  ThreadPool* pool = store_->io_pool() != nullptr ? store_->io_pool() : options.pool;
+  const DecodeContext ctx{pool, options.buffers, store_->coalescing()};
+  return parallel_for(pool, blocks.size(), [&](std::size_t i) -> Status {
     return read_chunk(blocks[i], block_view(dest, blocks[i]), ctx);
   });
 }
@@ -135,7 +136,11 @@ Result<StorageInfo> Array::storage_info() const {
 }
 
 Status read_many(std::span<const ReadRequest> requests, const ReadOptions& options) {
-  return parallel_for(options.pool, requests.size(), [&](std::size_t i) {
+  // Requests on a remote store are mostly waiting on the network: run them on its I/O pool.
+  ThreadPool* pool = options.pool;
+  if (!requests.empty() && requests.front().array->store().io_pool() != nullptr)
+    pool = requests.front().array->store().io_pool();
+  return parallel_for(pool, requests.size(), [&](std::size_t i) {
     return requests[i].array->read(requests[i].region, requests[i].dest, options);
   });
 }

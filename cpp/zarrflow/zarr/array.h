@@ -25,7 +25,6 @@ namespace zarrflow {
 struct ReadOptions {
   ThreadPool* pool = nullptr;     // chunk-parallel decode; null = the calling thread only
   BufferPool* buffers = nullptr;  // scratch for decompression; null = plain allocations
-  CoalesceOptions coalesce;       // merging of shard range reads
 };
 
 // What is stored for an array (for `inspect`).

@@ -60,7 +60,7 @@ std::vector<std::int32_t> read(const Array& arr, const Selection& sel, Status* s
   for (auto c : sel.count) n *= c;
   std::vector<std::int32_t> out(static_cast<std::size_t>(n), -7);
   StridedView v{reinterpret_cast<std::byte*>(out.data()), sel.count, c_strides(sel.count, 4)};
-  Status s = arr.read(sel, v, ReadOptions{pool, nullptr, {}});
+  Status s = arr.read(sel, v, ReadOptions{pool, nullptr});
   if (status)
     *status = s;
   else

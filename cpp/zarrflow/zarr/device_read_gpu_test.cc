@@ -40,7 +40,7 @@ class DeviceReadTest : public ::testing::Test {
     Bytes cpu(n * elem), gpu(n * elem, std::byte{0x5a});
     StridedView cv{cpu.data(), sel.count, c_strides(sel.count, elem)};
     ThreadPool pool(2);
-    ASSERT_TRUE(arr.read(sel, cv, ReadOptions{&pool, nullptr, {}}).ok());
+    ASSERT_TRUE(arr.read(sel, cv, ReadOptions{&pool, nullptr}).ok());
     void* d = nullptr;
     ASSERT_EQ(cudaMalloc(&d, std::max<std::int64_t>(n * elem, 1)), cudaSuccess);
     StridedView gv{static_cast<std::byte*>(d), sel.count, c_strides(sel.count, elem)};

@@ -90,7 +90,6 @@ struct DeviceReadOptions {
   GpuDecode decode = GpuDecode::kAuto;  // on: fail instead of falling back to the CPU
   IoPath io = IoPath::kAuto;
   cudaStream_t stream = nullptr;  // the caller's stream (null = the legacy default stream)
-  CoalesceOptions coalesce;
   ChunkCache* cache = nullptr;       // optional cache of compressed chunks in GPU memory
   ChunkCache* host_cache = nullptr;  // optional cache of compressed chunks in pinned host memory
   // Compressed bytes staged per batch; 0 = chosen per codec (256 MB, or 2 GB for chains decoded

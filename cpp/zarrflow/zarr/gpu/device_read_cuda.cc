@@ -194,6 +194,11 @@ void ReadOp::note(const std::string& why) {
   if (noted_.insert(why).second) report_.notes.push_back(why);
 }
 
+// Remote stores bring their own I/O pool (one thread per request in flight); local ones use ours.
+ThreadPool* fetch_pool(const Store& store, ThreadPool* fallback) {
+  return store.io_pool() != nullptr ? store.io_pool() : fallback;
+}
+
 const ChainProgram* ReadOp::program_for(const CodecChain* chain) {
   auto it = programs_.find(chain);
   if (it == programs_.end()) it = programs_.emplace(chain, analyze_chain(*chain)).first;
@@ -221,8 +226,9 @@ Status ReadOp::gather(const Array& arr_, const Selection& region, const StridedV
   }
   // Sharded: read every shard's index (in parallel), then one item per inner chunk.
   std::vector<std::vector<Item>> per_shard(blocks.size());
-  const DecodeContext ctx{nullptr, opt_.buffers, opt_.coalesce};
-  ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, blocks.size(), [&](std::size_t i) -> Status {
+  const DecodeContext ctx{nullptr, opt_.buffers, arr_.store().coalescing()};
+  ThreadPool* pool = fetch_pool(arr_.store(), opt_.pool);
+  ZF_RETURN_IF_ERROR(parallel_for(pool, blocks.size(), [&](std::size_t i) -> Status {
     const ChunkBlock& b = blocks[i];
     const std::string key = arr_.chunk_key(b.chunk);
     const std::string where = "chunk '" + arr_.relative_chunk_key(b.chunk) + "'";
@@ -322,7 +328,8 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     }
   }
   // Sizes of whole values (one fstat each, in parallel); missing values become fills.
-  ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, items_.size(), [&](std::size_t i) -> Status {
+  ThreadPool* io = items_.empty() ? opt_.pool : fetch_pool(items_.front().arr->store(), opt_.pool);
+  ZF_RETURN_IF_ERROR(parallel_for(io, items_.size(), [&](std::size_t i) -> Status {
     Item& it = items_[i];
     if (it.mode == Mode::kFill || it.cached || it.host_cached) return {};
     if (it.range) {
@@ -414,7 +421,9 @@ Status ReadOp::fetch(Batch& b) {
   }
   std::byte* base = b.staging.data();
   std::atomic<std::int64_t> direct_reads{0};
-  ZF_RETURN_IF_ERROR(parallel_for(opt_.pool, b.items.size(), [&](std::size_t k) -> Status {
+  ThreadPool* io =
+      b.items.empty() ? opt_.pool : fetch_pool(items_[b.items.front()].arr->store(), opt_.pool);
+  ZF_RETURN_IF_ERROR(parallel_for(io, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
     if (it.mode == Mode::kFill || it.dup_of >= 0 || it.cached) return {};
     if (it.host_cached) {
@@ -564,7 +573,7 @@ Status ReadOp::prepare(Batch& b) {
 Status ReadOp::cpu_decode(const Item& it, const std::byte* staged, ByteSpan out) const {
   const ConstByteSpan stored(staged + it.staging_offset, it.stored_size);
   StridedView host{out.data(), it.sel.count, c_strides(it.sel.count, it.chain->spec().dtype.size)};
-  const DecodeContext ctx{nullptr, opt_.buffers, opt_.coalesce};
+  const DecodeContext ctx{nullptr, opt_.buffers, it.arr->store().coalescing()};
   return annotate(it, it.chain->decode_into(stored, it.sel, host, ctx));
 }
 

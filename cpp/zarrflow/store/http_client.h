@@ -1,0 +1,106 @@
+// HttpClient: blocking GET/HEAD over libcurl with timeouts, retries and connection reuse.
+//
+// Concurrency comes from the callers: each call runs on the calling thread with an easy handle
+// taken from a pool (a handle keeps its connection open, so a pool of N handles is N kept-alive
+// connections). Remote stores run their reads on an I/O thread pool of `max_in_flight` threads,
+// so up to that many requests are in flight. A thread per request in flight (rather than one
+// curl_multi event loop) keeps every read path synchronous, lets bodies land in caller memory
+// from the thread that owns it, and reuses the pool scheduler the CPU reads already have;
+// benchmarks/bench_remote.py measures throughput against the number in flight.
+//
+// Retries (RetryPolicy): connection failures, resets, timeouts, stalls (no byte for
+// `stall_timeout_s`), bodies shorter than their Content-Length, 408/429/5xx. Not retried:
+// 404 (a missing key is an answer), 416, other 4xx. Bodies go straight into caller memory when the
+// caller gives it (pinned staging of the GPU path) or into a pooled Buffer.
+// Thread-safety: all methods may be called concurrently.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zarrflow/core/buffer.h"
+#include "zarrflow/core/status.h"
+#include "zarrflow/store/retry_policy.h"
+#include "zarrflow/store/store.h"
+
+namespace zarrflow {
+
+struct HttpOptions {
+  std::size_t max_in_flight = 64;   // concurrent requests (I/O threads, kept-alive connections)
+  double connect_timeout_s = 10;
+  double request_timeout_s = 120;   // whole request, per attempt
+  double stall_timeout_s = 20;      // abort an attempt when no byte arrives for this long
+  RetryPolicy retry;
+  bool verify_tls = true;
+  std::string ca_bundle;            // PEM file; empty = curl's default
+};
+
+struct HttpRequest {
+  std::string method = "GET";                // GET or HEAD
+  std::string url;
+  std::optional<ByteRange> range;            // sent as a Range header
+  // Called before every attempt for the request headers (signatures carry the time).
+  std::function<std::vector<std::string>()> headers;
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::uint64_t body_bytes = 0;              // bytes delivered to the sink
+  std::optional<std::uint64_t> total_size;   // of the whole value (Content-Range or -Length)
+  std::string error_body;                    // first 4 KiB of a non-2xx body
+  int attempts = 0;
+};
+
+// Where a response body goes: caller memory of a fixed size, or a growing Buffer.
+struct BodySink {
+  ByteSpan fixed;           // used when `use_fixed`
+  bool use_fixed = false;
+  Buffer grow;              // otherwise
+};
+
+struct HttpCounters {
+  std::atomic<std::uint64_t> requests{0}, retries{0}, bytes{0};
+  std::atomic<std::int64_t> in_flight{0}, max_in_flight{0};
+};
+
+class HttpClient {
+ public:
+  explicit HttpClient(HttpOptions options);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Performs `req` (retrying as above) and returns the final response: 2xx with the body in
+  // `sink`, or 404/4xx for the caller to interpret. Transport failures and retryable statuses
+  // that persist after the last attempt are kIoError naming `what` and the attempts made.
+  Result<HttpResponse> perform(const HttpRequest& req, BodySink& sink,
+                               const std::string& what) const;
+
+  [[nodiscard]] const HttpOptions& options() const { return options_; }
+  [[nodiscard]] const HttpCounters& counters() const { return counters_; }
+  void reset_counters() const;
+
+ private:
+  void* take_handle() const;
+  void give_handle(void* h) const;
+  // At most max_in_flight transfers at once, however many threads call in (nested pools,
+  // several loaders on one store).
+  void acquire_slot() const;
+  void release_slot() const;
+
+  HttpOptions options_;
+  mutable std::mutex mu_;
+  mutable std::vector<void*> handles_;  // idle CURL easy handles
+  mutable std::condition_variable slot_cv_;
+  mutable std::size_t busy_ = 0;        // transfers running (guarded by mu_)
+  mutable HttpCounters counters_;
+  mutable BufferPool pool_;
+};
+
+}  // namespace zarrflow
