@@ -140,15 +140,20 @@ def _gcs_config(bucket: str, prefix: str, options: dict[str, Any]) -> dict[str, 
                                         or "https://storage.googleapis.com").rstrip("/")}
     if options.get("anon"):
         return cfg
-    token = options.get("token") or os.environ.get("GCS_OAUTH_TOKEN")
-    key = options.get("key") or os.environ.get("GCS_HMAC_KEY_ID")
-    if token:
-        cfg["bearer_token"] = token
-    elif key:
-        secret = options.get("secret") or os.environ.get("GCS_HMAC_SECRET")
-        if not secret:
+    # Explicit options first, then the environment; a bearer token before HMAC keys.
+    if options.get("token"):
+        cfg["bearer_token"] = options["token"]
+    elif options.get("key"):
+        if not options.get("secret"):
             raise InvalidArgumentError("a GCS HMAC key id was given without its secret")
-        cfg.update(access_key=key, secret_key=secret)
+        cfg.update(access_key=options["key"], secret_key=options["secret"])
+    elif os.environ.get("GCS_OAUTH_TOKEN"):
+        cfg["bearer_token"] = os.environ["GCS_OAUTH_TOKEN"]
+    elif os.environ.get("GCS_HMAC_KEY_ID"):
+        if not os.environ.get("GCS_HMAC_SECRET"):
+            raise InvalidArgumentError("GCS_HMAC_KEY_ID is set without GCS_HMAC_SECRET")
+        cfg.update(access_key=os.environ["GCS_HMAC_KEY_ID"],
+                   secret_key=os.environ["GCS_HMAC_SECRET"])
     return cfg
 
 
