@@ -13,13 +13,31 @@ WHAT="${1:-all}"
 OUT="${OUT:-$PWD/gpu_out}"
 mkdir -p "$OUT"
 SITE=/tmp/zarrflow_site
-if [ -d .whl ]; then
+# Wheels: .whl/ (common) and .whl-*/ (per job: .whl-bench peers, .whl-train torchvision).
+WHEELS=$(ls .whl/*.whl .whl-*/*.whl 2>/dev/null)
+if [ -n "$WHEELS" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "$SITE" .whl/*.whl >/tmp/pip.log 2>&1 || { echo "wheel install failed:"; tail /tmp/pip.log; }
+    --target "$SITE" $WHEELS >/tmp/pip.log 2>&1 || { echo "wheel install failed:"; tail /tmp/pip.log; }
 fi
-export PYTHONPATH="$PWD/.gpu/site:$SITE" LD_LIBRARY_PATH="$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}"
+# Shared libraries zarrflow links that this image may lack (libcurl and its dependencies):
+# linked in one by one, only where the image has none of its own.
+EXTRA=/tmp/zarrflow_libextra
+mkdir -p "$EXTRA" /tmp/zarrflow_libopt
+if [ -f .gpu/libopt.tar.xz ]; then
+  tar -C /tmp/zarrflow_libopt -xJf .gpu/libopt.tar.xz
+  for f in /tmp/zarrflow_libopt/*.so*; do
+    ldconfig -p | grep -q " $(basename "$f") " || ln -sf "$f" "$EXTRA/"
+  done
+fi
+export PYTHONPATH="$PWD/.gpu/site:$SITE" LD_LIBRARY_PATH="$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}:$EXTRA"
 export PYTHONUNBUFFERED=1
 NVCOMP=$(ls "$SITE"/nvidia/libnvcomp/lib64/libnvcomp.so.* 2>/dev/null | head -1)
+if [ -z "$NVCOMP" ] && [ -f .gpu/libnvcomp.so.xz ]; then
+  NVCOMP=/tmp/zarrflow_nvcomp/libnvcomp.so.6
+  mkdir -p /tmp/zarrflow_nvcomp && xz -dc .gpu/libnvcomp.so.xz > "$NVCOMP" 2>/dev/null \
+    || python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" \
+       .gpu/libnvcomp.so.xz "$NVCOMP"
+fi
 [ -n "$NVCOMP" ] && export ZARRFLOW_NVCOMP_LIBRARY="$NVCOMP"
 {
   echo "== host"; date -u; nproc; free -g | head -2; nvidia-smi -L 2>/dev/null
@@ -27,6 +45,7 @@ NVCOMP=$(ls "$SITE"/nvidia/libnvcomp/lib64/libnvcomp.so.* 2>/dev/null | head -1)
   python3 -c "import platform, numpy; print(platform.python_version(), numpy.__version__)"
   python3 -c "import zarrflow; print('cuda:', repr(zarrflow.cuda_status()), 'nvcomp:', repr(zarrflow.nvcomp_status()))"
   ls /proc/driver/nvidia-fs 2>&1 | head -1; df -h /tmp | tail -1
+  echo "libraries linked in from the bundle: $(ls "$EXTRA" | tr '\n' ' ')"
 } 2>&1 | tee "$OUT/tests.log"
 
 if [ "$WHAT" = test ] || [ "$WHAT" = all ] || [ "$WHAT" = loader ]; then
@@ -39,7 +58,7 @@ if [ "$WHAT" = test ] || [ "$WHAT" = all ] || [ "$WHAT" = loader ]; then
   echo "== Python tests (GPU, DLPack, real data, conformance)" | tee -a "$OUT/tests.log"
   timeout 420 python3 -m pytest -q -p no:cacheprovider -rA --tb=short tests/test_gpu.py \
     tests/test_dlpack.py tests/test_real_data.py tests/test_loader.py tests/test_loader_gpu.py \
-    tests/test_xarray_backend.py \
+    tests/test_xarray_backend.py tests/test_remote.py tests/test_remote_gpu.py \
     >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR|decoded without error" "$OUT/pytest.log" | tail -30 | tee -a "$OUT/tests.log"
 fi
@@ -58,15 +77,26 @@ if [ "$WHAT" = rechunk ]; then
   tail -3 /tmp/bench_rechunk_stderr.log
 fi
 if [ "$WHAT" = train ]; then
-  echo "== U-Net training: synthetic vs zarrflow vs baseline (6 channels, 721x1440)" | tee -a "$OUT/tests.log"
-  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_loader_gpu.py 2>&1 | tail -2 | tee -a "$OUT/tests.log"
-  python3 -m zarrflow synth /tmp/zf_train.zarr --layout wb2 --ntime "${TRAIN_NTIME:-160}" --quiet \
-    2>&1 | tail -2 | tee -a "$OUT/tests.log"
-  python3 examples/train_unet.py --store /tmp/zf_train.zarr --bf16 --channels-last \
-    --epochs "${TRAIN_EPOCHS:-3}" --runs "${TRAIN_RUNS:-synthetic,zarrflow-gpu,zarrflow-cpu,baseline-tensorstore}" \
-    --out "$OUT" 2>&1 | tee -a "$OUT/train.log"
-  if [ "${TRAIN_LOADER_ONLY:-1}" = 1 ]; then
-    python3 examples/train_unet.py --store /tmp/zf_train.zarr --bf16 --epochs 2 --no-train \
+  # TRAIN_CONFIGS: space-separated CHANNELS:LAYOUT:NGPU:NTIME, e.g. "6:wb2:1:160 71:stacked:2:64"
+  # (6 channels: WeatherBench2-style v2 store; 71: the seed's stacked v3 store). NGPU > 1 runs
+  # DDP through torchrun.
+  echo "== U-Net training: synthetic vs zarrflow vs baseline" | tee -a "$OUT/tests.log"
+  for cfg in ${TRAIN_CONFIGS:-6:wb2:1:160}; do
+    IFS=: read -r CH LAYOUT NGPU NT <<<"$cfg"
+    STORE=/tmp/zf_train_${CH}_${LAYOUT}_${NT}.zarr
+    if [ ! -d "$STORE" ]; then
+      python3 -m zarrflow synth "$STORE" --layout "$LAYOUT" --channels "$CH" --ntime "$NT" --quiet \
+        2>&1 | tail -2 | tee -a "$OUT/tests.log"
+    fi
+    CHARG=$CH; [ "$LAYOUT" = stacked ] && CHARG=stacked$CH
+    LAUNCH="python3"; [ "$NGPU" -gt 1 ] && LAUNCH="torchrun --standalone --nproc-per-node $NGPU"
+    echo "-- $CH channels, $LAYOUT, $NGPU GPU(s), $NT steps" | tee -a "$OUT/train.log"
+    $LAUNCH examples/train_unet.py --store "$STORE" --channels "$CHARG" --bf16 --channels-last \
+      --epochs "${TRAIN_EPOCHS:-3}" --runs "${TRAIN_RUNS:-synthetic,zarrflow-gpu,baseline-tensorstore}" \
+      --out "$OUT" 2>&1 | grep -v "^W1\|OMP_NUM_THREADS" | tee -a "$OUT/train.log"
+  done
+  if [ "${TRAIN_LOADER_ONLY:-0}" = 1 ]; then
+    python3 examples/train_unet.py --store "$STORE" --channels "$CHARG" --bf16 --epochs 2 --no-train \
       --runs zarrflow-gpu,zarrflow-cpu,baseline-tensorstore,baseline-xarray --out "$OUT" 2>&1 | tee -a "$OUT/train.log"
   fi
 fi
