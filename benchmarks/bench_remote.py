@@ -14,15 +14,18 @@ What it does:
      inner chunks of every time step, to show range coalescing) with every reader, a warm-up run
      then the median of --runs timed runs, every result checked bit-exact against the local
      source (a mismatch aborts the run):
-       zarrflow           anonymous, default max_in_flight (64); also SigV4-signed;
-                          a max_in_flight sweep (1, 4, 16, 64, 128) on the chunked store;
-       tensorstore        zarr3 driver over its s3 kvstore (anonymous credentials),
+       zarrflow           default max_in_flight (64); also unsigned (anon=True), and a
+                          max_in_flight sweep (1, 4, 16, 64, 128) on the chunked store;
+       tensorstore        zarr3 driver over its s3 kvstore ("environment" credentials),
                           s3_request_concurrency 64, data_copy_concurrency = client cores;
-       zarr-python        zarr.storage.ObjectStore + obstore (anonymous), and FsspecStore + s3fs
-                          (signed: moto answers anonymous HEADs with 403, and s3fs HEADs first);
+       zarr-python        zarr.storage.ObjectStore + obstore, and zarr.storage.FsspecStore + s3fs;
                           async.concurrency 64, threading.max_workers = client cores;
        curl -P 64 / -P 16 the raw GET ceiling: every data object of the store fetched once with
-                          `curl --parallel --parallel-max N` (unsigned GETs, bodies to /dev/null).
+                          `curl --parallel --parallel-max N` (unsigned GETs, bodies to /dev/null;
+                          also one SigV4-signed -P 64 run).
+     All library readers sign their requests (SigV4; moto's auth is off, so any key passes)
+     unless marked unsigned: moto answers anonymous HEADs with 403, and zarrflow (per shard)
+     and s3fs (per object) HEAD before they GET.
 Per measurement it reports stored (compressed) GB/s — the stored bytes the selection needs, the
 same numerator for every reader — and decoded GB/s; requests, counted on the server side from
 moto's request log (and from zarrflow's own counters, remote_stats()); bytes per request (bytes
@@ -355,7 +358,7 @@ def tensorstore_reader(bucket: str, key: str, endpoint: str, threads: int, regio
 
     spec = {"driver": "zarr3",
             "kvstore": {"driver": "s3", "bucket": bucket, "path": key + "/", "endpoint": endpoint,
-                        "aws_region": "us-east-1", "aws_credentials": {"type": "anonymous"}},
+                        "aws_region": "us-east-1", "aws_credentials": {"type": "environment"}},
             "context": {"s3_request_concurrency": {"limit": CONCURRENCY},
                         "data_copy_concurrency": {"limit": threads},
                         "cache_pool": {"total_bytes_limit": 0}},
@@ -380,10 +383,11 @@ def zarr_python_readers(bucket: str, key: str, endpoint: str, server, region,
         from obstore.store import S3Store
 
         st = S3Store(bucket, prefix=key, endpoint=endpoint, region="us-east-1",
-                     skip_signature=True, client_options={"allow_http": True})
+                     access_key_id=server.access_key, secret_access_key=server.secret_key,
+                     client_options={"allow_http": True})
         za = zarr.open_array(zarr.storage.ObjectStore(st, read_only=True), mode="r")
         out.append(("zarr-python+obstore",
-                    f"zarr.storage.ObjectStore(obstore {obstore.__version__} S3Store, unsigned)",
+                    f"zarr.storage.ObjectStore(obstore {obstore.__version__} S3Store, SigV4)",
                     lambda: za[sel]))
     except Exception as e:  # noqa: BLE001 - a peer that cannot run is reported, not fatal
         unavailable["zarr-python+obstore"] = f"{type(e).__name__}: {e}"[:300]
@@ -404,7 +408,7 @@ def zarr_python_readers(bucket: str, key: str, endpoint: str, server, region,
 
 
 def curl_reader(endpoint: str, bucket: str, key: str, objects: dict[str, int], parallel: int,
-                work: Path) -> Callable[[], dict]:
+                work: Path, signer=None) -> Callable[[], dict]:
     cfg = work / f"curl_{key.replace('/', '_')}.txt"
     lines = []
     for rel in objects:
@@ -414,6 +418,9 @@ def curl_reader(endpoint: str, bucket: str, key: str, objects: dict[str, int], p
     expect = sum(objects.values())
     cmd = ["curl", "--parallel", "--parallel-max", str(parallel), "-s", "-S", "--fail",
            "-w", "%{http_code} %{size_download}\n", "-K", str(cfg)]
+    if signer is not None:
+        cmd[1:1] = ["--aws-sigv4", "aws:amz:us-east-1:s3",
+                    "-u", f"{signer.access_key}:{signer.secret_key}"]
 
     def run() -> dict:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -506,6 +513,8 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"   # no instance-metadata probes by any SDK
+    for k in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        os.environ.pop(k, None)
 
     t_start = time.perf_counter()
     client_cpus, server_cpus, pinning = plan_cpus()
@@ -576,6 +585,9 @@ def main() -> int:
             "endpoint": server.endpoint, "cpus": server_cpus or "unpinned",
             "env": {"MOTO_S3_DEFAULT_KEY_BUFFER_SIZE": MOTO_BUFFER}}
         server.create_bucket(BUCKET, public=True)
+        # tensorstore's "environment" credentials; the other readers are given the keys.
+        os.environ.update(AWS_ACCESS_KEY_ID=server.access_key,
+                          AWS_SECRET_ACCESS_KEY=server.secret_key, AWS_REGION="us-east-1")
         t0 = time.perf_counter()
         for lay, p in paths.items():
             keys = server.upload_dir(p, BUCKET, f"{lay}.zarr", workers=8)
@@ -608,64 +620,78 @@ def run_all(args, server, results, paths, objects, data, win, expected_part, par
             threads, work) -> None:
     bench = Bench(args, server, results)
     ep = server.endpoint
+    signed = {"key": server.access_key, "secret": server.secret_key, "region": "us-east-1"}
     settings = results["settings"]
-    settings["zarrflow"] = (f"decode pool {threads} threads; storage_options anon=True (unsigned), "
-                            f"default max_in_flight ({CONCURRENCY}), coalesce_gap/max defaults")
-    settings["zarrflow-sigv4"] = "as zarrflow, but signed (key/secret 'testing'; moto auth off)"
-    settings["tensorstore"] = (f"zarr3 + s3 kvstore, aws_credentials anonymous, context "
+    settings["signing"] = (
+        "every reader signs (SigV4, key/secret 'testing'; moto's auth is off, so signatures are "
+        "not checked but are computed and sent), except the rows marked unsigned. Unsigned "
+        "zarrflow works on the chunked store only: it HEADs each shard before reading its index "
+        "and moto answers anonymous HEADs with 403 (real S3 allows them on a public bucket)")
+    settings["zarrflow"] = (f"decode pool {threads} threads; default max_in_flight "
+                            f"({CONCURRENCY}) and coalesce_gap/coalesce_max")
+    settings["tensorstore"] = (f"zarr3 + s3 kvstore, aws_credentials environment "
+                               f"(AWS_ACCESS_KEY_ID/SECRET set in this process), context "
                                f"s3_request_concurrency {CONCURRENCY}, data_copy_concurrency "
                                f"{threads}, cache_pool 0")
     settings["zarr-python"] = (f"zarr.config async.concurrency {CONCURRENCY}, "
                                f"threading.max_workers {threads}")
     settings["curl"] = ("curl --parallel --parallel-max N -s -S --fail -K <list> (url + "
-                        "output=/dev/null per data object), unsigned GETs")
+                        "output=/dev/null per data object); unsigned GETs, and one signed run "
+                        "(--aws-sigv4 aws:amz:us-east-1:s3 -u testing:testing)")
     unavailable = results["unavailable"]
-    full_region = None
+
+    def attempt(name: str, lay: str, read: str, make: Callable[[], None]) -> None:
+        try:
+            make()
+        except BenchError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a peer that cannot run is reported, not dropped
+            why = f"{type(e).__name__}: {e}"[:400]
+            unavailable[f"{name} ({lay}/{read})"] = why
+            say(f"{name} {lay}/{read}: unavailable: {why}")
+
     for lay in ("chunked", "sharded"):
         key = f"{lay}.zarr"
         url = f"s3://{BUCKET}/{key}"
         stored = sum(objects[lay].values())
-        reads = [("full", full_region, data, stored)]
+        reads = [("full", None, data, stored)]
         if lay == "sharded":
             reads.append(("partial", win, expected_part, part_needed))
         for read, region, expected, needed in reads:
             common = dict(layout=lay, read=read, expected=expected, needed=needed,
                           decoded=expected.nbytes)
-            arr, fn = zarrflow_reader(url, ep, threads, region, anon=True)
-            bench.measure(reader="zarrflow", fn=fn, stats=arr, limit=CONCURRENCY,
-                          params={"max_in_flight": CONCURRENCY}, **common)
-            arr, fn = zarrflow_reader(url, ep, threads, region, key=server.access_key,
-                                      secret=server.secret_key, region="us-east-1")
-            bench.measure(reader="zarrflow-sigv4", fn=fn, stats=arr, limit=CONCURRENCY,
-                          params={"max_in_flight": CONCURRENCY}, **common)
-            try:
+
+            def zf(name, **opts):
+                def make():
+                    arr, fn = zarrflow_reader(url, ep, threads, region, **opts)
+                    bench.measure(reader=name, fn=fn, stats=arr, limit=CONCURRENCY,
+                                  params={"max_in_flight": CONCURRENCY,
+                                          "signed": "key" in opts}, **common)
+                attempt(name, lay, read, make)
+
+            def ts_():
                 spec, fn = tensorstore_reader(BUCKET, key, ep, threads,
                                               None if region is None else tuple(region))
                 bench.measure(reader="tensorstore", fn=fn, limit=CONCURRENCY,
                               params={"spec": spec}, **common)
-            except BenchError:
-                raise
-            except Exception as e:  # noqa: BLE001
-                unavailable[f"tensorstore ({lay}/{read})"] = f"{type(e).__name__}: {e}"[:300]
-                say(f"tensorstore {lay}/{read}: unavailable: {e}")
+
+            zf("zarrflow", **signed)
+            zf("zarrflow unsigned", anon=True)
+            attempt("tensorstore", lay, read, ts_)
             for name, desc, fn in zarr_python_readers(BUCKET, key, ep, server, region,
                                                       unavailable):
-                try:
-                    bench.measure(reader=name, fn=fn, limit=CONCURRENCY,
-                                  params={"store": desc}, **common)
-                except BenchError:
-                    raise
-                except Exception as e:  # noqa: BLE001
-                    unavailable[f"{name} ({lay}/{read})"] = f"{type(e).__name__}: {e}"[:300]
-                    say(f"{name} {lay}/{read}: unavailable: {e}")
-        for par in (64, 16):
-            bench.measure(layout=lay, read="full", reader=f"curl -P {par}",
-                          fn=curl_reader(ep, BUCKET, key, objects[lay], par, work),
+                attempt(name, lay, read, lambda: bench.measure(
+                    reader=name, fn=fn, limit=CONCURRENCY, params={"store": desc}, **common))
+        for par, sign in ((64, False), (16, False), (64, True)):
+            bench.measure(layout=lay, read="full",
+                          reader=f"curl -P {par}" + (" sigv4" if sign else ""),
+                          fn=curl_reader(ep, BUCKET, key, objects[lay], par, work,
+                                         server if sign else None),
                           expected=None, needed=stored, decoded=None, limit=par, child=True,
-                          params={"parallel_max": par})
+                          params={"parallel_max": par, "signed": sign})
         if lay == "chunked":
             for k in SWEEP:
-                arr, fn = zarrflow_reader(url, ep, threads, None, anon=True, max_in_flight=k)
+                arr, fn = zarrflow_reader(url, ep, threads, None, max_in_flight=k, **signed)
                 bench.measure(layout=lay, read="sweep", reader=f"zarrflow max_in_flight={k}",
                               fn=fn, stats=arr, limit=k, params={"max_in_flight": k},
                               expected=data, needed=stored, decoded=data.nbytes)
