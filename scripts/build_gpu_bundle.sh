@@ -38,7 +38,7 @@ for src in $(ldd "$BUILD"/python/_core*.so | awk '$3 ~ /^\// {print $3}'); do
 done
 tar -C build/libopt -cJf .gpu/libopt.tar.xz .
 # nvCOMP: only its main library, xz-packed (the wheel also carries tools and headers).
-NVCOMP_WHL=$(ls .whl/nvidia_libnvcomp_cu13-*.whl build/whl-aside/nvidia_libnvcomp_cu13-*.whl 2>/dev/null | head -1)
+NVCOMP_WHL=$(ls .whl/nvidia_libnvcomp_cu13-*.whl build/whl-aside/nvidia_libnvcomp_cu13-*.whl 2>/dev/null | head -1 || true)
 if [ -n "$NVCOMP_WHL" ]; then
   rm -rf build/nvcomp && mkdir -p build/nvcomp
   unzip -q -o "$NVCOMP_WHL" 'nvidia/libnvcomp/lib64/libnvcomp.so.*' -d build/nvcomp
