@@ -92,7 +92,10 @@ Status Array::read_chunk(const ChunkBlock& block, const StridedView& view,
     fill_strided(view, spec.fill_value.data(), spec.dtype.size);
     return Status();
   };
-  if (chain_.supports_partial_read()) {
+  // A shard read in part: its index first, then only the inner chunks needed. A shard read
+  // whole is one request for the whole value (decoded below): on object stores the index
+  // round trip and the split into coalesced ranges would cost more than they save.
+  if (chain_.supports_partial_read() && !block.in_chunk.is_full(spec.shape)) {
     StoreKeyReader reader(*store_, key);
     bool found = true;
     Status s = chain_.partial_decode_into(reader, block.in_chunk, view, ctx, found);
