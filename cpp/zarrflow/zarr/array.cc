@@ -80,6 +80,18 @@ Status Array::read(const Selection& region, const StridedView& dest,
   });
 }
 
+bool Array::covers_stored_part(const ChunkBlock& block) const {
+  // Every element of the chunk that lies inside the array (edge chunks overhang the array).
+  const Selection& sel = block.in_chunk;
+  for (std::size_t d = 0; d < md_.shape.size(); ++d) {
+    const std::int64_t size = md_.chunk_shape[d];
+    const std::int64_t inside = std::min(size, md_.shape[d] - block.chunk[d] * size);
+    if (sel.start[d] != 0 || (sel.step[d] != 1 && sel.count[d] > 1) || sel.count[d] != inside)
+      return false;
+  }
+  return true;
+}
+
 Status Array::read_chunk(const ChunkBlock& block, const StridedView& view,
                          const DecodeContext& ctx) const {
   const std::string key = chunk_key(block.chunk);
@@ -95,7 +107,7 @@ Status Array::read_chunk(const ChunkBlock& block, const StridedView& view,
   // A shard read in part: its index first, then only the inner chunks needed. A shard read
   // whole is one request for the whole value (decoded below): on object stores the index
   // round trip and the split into coalesced ranges would cost more than they save.
-  if (chain_.supports_partial_read() && !block.in_chunk.is_full(spec.shape)) {
+  if (chain_.supports_partial_read() && !covers_stored_part(block)) {
     StoreKeyReader reader(*store_, key);
     bool found = true;
     Status s = chain_.partial_decode_into(reader, block.in_chunk, view, ctx, found);

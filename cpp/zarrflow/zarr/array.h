@@ -79,6 +79,8 @@ class Array {
  private:
   Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md, CodecChain chain);
   Status validate_region_impl(const Selection& region, const StridedView& dest) const;
+  // The selection takes every element of the chunk that lies inside the array.
+  [[nodiscard]] bool covers_stored_part(const ChunkBlock& block) const;
   Status read_chunk(const ChunkBlock& block, const StridedView& dest,
                     const DecodeContext& ctx) const;
 
