@@ -14,7 +14,8 @@ What it does:
      inner chunks of every time step, to show range coalescing) with every reader, a warm-up run
      then the median of --runs timed runs, every result checked bit-exact against the local
      source (a mismatch aborts the run):
-       zarrflow           default max_in_flight (64); also unsigned (anon=True), and a
+       zarrflow           default max_in_flight (64), returning a new array (like the peers);
+                          also into a reused out= array, unsigned (anon=True), and a
                           max_in_flight sweep (1, 4, 16, 64, 128) on the chunked store;
        tensorstore        zarr3 driver over its s3 kvstore ("environment" credentials),
                           s3_request_concurrency 64, data_copy_concurrency = client cores;
@@ -22,27 +23,37 @@ What it does:
                           async.concurrency 64, threading.max_workers = client cores;
        curl -P 64 / -P 16 the raw GET ceiling: every data object of the store fetched once with
                           `curl --parallel --parallel-max N` (unsigned GETs, bodies to /dev/null;
-                          also one SigV4-signed -P 64 run).
+                          also one SigV4-signed -P 64 run);
+       zarrflow fetch     zarrflow's HTTP client alone: Store.get of every data object from 64
+                          Python threads, no decoding (transport vs curl).
      All library readers sign their requests (SigV4; moto's auth is off, so any key passes)
-     unless marked unsigned: moto answers anonymous HEADs with 403, and zarrflow (per shard)
-     and s3fs (per object) HEAD before they GET.
+     unless marked unsigned: moto answers anonymous HEADs with 403, and zarrflow (per shard, for
+     partial shard reads) and s3fs (per object) HEAD before they GET.
+     Every measurement gets its warm-up run first; the timed runs then go in rounds (each round
+     runs every measurement of the layout once, the order rotated by one per round), so slow
+     spells of a shared 2-core host spread over all readers.
 Per measurement it reports stored (compressed) GB/s — the stored bytes the selection needs, the
 same numerator for every reader — and decoded GB/s; requests, counted on the server side from
 moto's request log (and from zarrflow's own counters, remote_stats()); bytes per request (bytes
 that crossed the loopback interface, from /proc/net/dev, divided by the requests); the largest
 number of requests in flight (zarrflow: observed; others: their configured limit); client CPU
 core-seconds per stored GB (os.times of this process; curl: RUSAGE_CHILDREN) and the server's
-CPU core-seconds per stored GB (/proc/PID/stat of the moto process).
+CPU core-seconds per stored GB (/proc/PID/stat of the moto process); and host noise per
+measurement (kernel TCP events, hypervisor steal, CPU used by other processes).
 
-Results: <out>/bench_remote.json, bench_remote.md, bench_remote.png.
+Results: <out>/bench_remote.json, bench_remote.md, bench_remote.png. The default size (512 MB
+decoded, 5 runs) takes about 3 minutes on 2 cores; --quick (8 MB on a 1-degree grid, 1 run, about
+15 s) writes under <work>/quick_results unless --out is given. --render JSON rewrites the table
+and plot from a saved bench_remote.json.
 
 Usage: python benchmarks/bench_remote.py [--size-mb 512] [--runs 5] [--out docs/results]
-                                         [--work bench_data/remote] [--quick]
+                                         [--work bench_data/remote] [--quick] [--render JSON]
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import gc
 import json
 import math
@@ -193,7 +204,8 @@ def partial_needed_bytes(shape, sizes: dict[str, np.ndarray]) -> tuple[int, int]
 
 
 # --- instruments --------------------------------------------------------------------------------
-LOG_LINE = re.compile(r'"(?:\x1b\[[0-9;]*m)*([A-Z]+) (\S+) HTTP/[0-9.]+(?:\x1b\[[0-9;]*m)*" (\d{3})')
+_ANSI = r"(?:\x1b\[[0-9;]*m)*"      # werkzeug colours non-200 lines on a terminal and in files
+LOG_LINE = re.compile(rf'"{_ANSI}([A-Z]+) (\S+) HTTP/[0-9.]+{_ANSI}" (\d{{3}})')
 
 
 class ServerLog:
@@ -234,6 +246,35 @@ def lo_bytes() -> int:
     return 0
 
 
+TCP_COUNTERS = ("ListenOverflows", "TCPSynRetrans", "TCPTimeouts", "TCPLossProbes",
+                "TCPFastRetrans", "TCPBacklogDrop", "PruneCalled", "TCPRcvQDrop")
+
+
+def tcp_counters() -> dict[str, int]:
+    """Kernel TCP counters (TcpExt) that show listen-queue overflows, SYN retransmits (1 s stalls)
+    and losses on loopback; system-wide, so they include the server's side."""
+    out: dict[str, int] = {}
+    try:
+        lines = Path("/proc/net/netstat").read_text().splitlines()
+    except OSError:
+        return out
+    for head, vals in zip(lines[0::2], lines[1::2]):
+        if head.startswith("TcpExt:"):
+            out.update({k: int(v) for k, v in zip(head.split()[1:], vals.split()[1:])
+                        if k in TCP_COUNTERS})
+    return out
+
+
+def host_cpu_s() -> tuple[float, float]:
+    """(busy CPU s of the whole host, CPU s stolen by the hypervisor), from /proc/stat."""
+    try:
+        f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+        tck = os.sysconf("SC_CLK_TCK")
+        return (f[0] + f[1] + f[2] + f[5] + f[6]) / tck, f[7] / tck
+    except (OSError, IndexError, ValueError):
+        return float("nan"), float("nan")
+
+
 def proc_cpu_s(pid: int | None) -> float:
     if not pid:
         return float("nan")
@@ -249,6 +290,12 @@ def self_cpu_s() -> float:
     return t.user + t.system
 
 
+def self_usage() -> tuple[float, int, int]:
+    """(system CPU s, minor page faults, involuntary context switches) of this process."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_stime, r.ru_minflt, r.ru_nivcsw
+
+
 def child_cpu_s() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -256,72 +303,123 @@ def child_cpu_s() -> float:
 
 # --- measuring ----------------------------------------------------------------------------------
 class Bench:
+    """Measurements are added (each gets its warm-up run, which is also its first correctness
+    check), then timed in rounds: every round runs each pending measurement once, in an order
+    rotated by one per round, so slow spells of a noisy 2-core host (where client and server share
+    the cores) spread over all readers instead of landing on one."""
+
     def __init__(self, args, server, results):
         self.args, self.server, self.results = args, server, results
         self.log = ServerLog(server.log_path)
         self.pid = getattr(getattr(server, "_proc", None), "pid", None)
+        self.pending: list[dict] = []
         self.count = 0
 
-    def measure(self, *, layout: str, read: str, reader: str, fn: Callable[[], Any],
-                expected: np.ndarray | None, needed: int, decoded: int | None,
-                limit: int | str, stats: Any = None, params: dict | None = None,
-                child: bool = False) -> dict:
-        """Warm-up run, then --runs timed runs; `fn` returns the array (checked bit-exact against
-        `expected`) or, for curl, a dict of its own counts (checked by `fn`)."""
-        self.count += 1
-        label = f"{layout}/{read}/{reader}"
+    def _one(self, c: dict) -> dict:
+        label = c["label"]
+        if c["stats"] is not None:
+            c["stats"].remote_stats(reset=True)
+        if c["before"] is not None:
+            c["before"]()
+        self.log.take()
+        u0, n0, (h0, st0) = self_usage(), tcp_counters(), host_cpu_s()
+        c0, k0, s0, b0 = self_cpu_s(), child_cpu_s(), proc_cpu_s(self.pid), lo_bytes()
+        t0 = time.perf_counter()
+        got = c["fn"]()
+        wall = time.perf_counter() - t0
+        c1, k1, s1, b1 = self_cpu_s(), child_cpu_s(), proc_cpu_s(self.pid), lo_bytes()
+        u1, n1, (h1, st1) = self_usage(), tcp_counters(), host_cpu_s()
+        log = self.log.take()
+        run = {"wall_s": wall, "client_cpu_s": (k1 - k0) if c["child"] else (c1 - c0),
+               "server_cpu_s": s1 - s0, "wire_bytes": b1 - b0,
+               "server": log,
+               "self_sys_s": u1[0] - u0[0], "self_minflt": u1[1] - u0[1],
+               "self_nivcsw": u1[2] - u0[2], "steal_s": st1 - st0,
+               # CPU used on the host by anything but this process, its children and the
+               # server during the run (other jobs on a shared machine disturb the timing)
+               "other_cpu_s": (h1 - h0) - (c1 - c0) - (k1 - k0) - (s1 - s0),
+               "tcp": {k: n1[k] - n0.get(k, 0) for k in n1 if n1[k] - n0.get(k, 0)}}
+        expected = c["expected"]
+        if expected is not None:
+            if not isinstance(got, np.ndarray) or got.shape != expected.shape \
+                    or got.dtype != expected.dtype:
+                raise BenchError(f"{label}: got {type(got).__name__} "
+                                 f"{getattr(got, 'shape', None)} {getattr(got, 'dtype', None)}"
+                                 f", expected {expected.shape} {expected.dtype}")
+            if not np.array_equal(got.view(np.uint32), expected.view(np.uint32)):
+                bad = int(np.count_nonzero(got.view(np.uint32) != expected.view(np.uint32)))
+                raise BenchError(f"{label}: result differs from the local source "
+                                 f"({bad} of {expected.size} values)")
+        elif isinstance(got, dict):
+            run.update(got)
+        del got
+        bad = {st: n for st, n in log["statuses"].items() if int(st) >= 400}
+        if bad:
+            run["server_errors"] = bad
+        if c["stats"] is not None:
+            run["zarrflow"] = c["stats"].remote_stats()
+        return run
+
+    def add(self, *, layout: str, read: str, reader: str, fn: Callable[[], Any],
+            expected: np.ndarray | None, needed: int, decoded: int | None,
+            limit: int | str, stats: Any = None, params: dict | None = None,
+            child: bool = False, before: Callable[[], None] | None = None) -> None:
+        """Queue a measurement after its warm-up run. `fn` returns the array (checked bit-exact
+        against `expected`) or, for curl, a dict of its own counts (checked by `fn`)."""
+        c = dict(layout=layout, read=read, reader=reader, fn=fn, expected=expected,
+                 needed=needed, decoded=decoded, limit=limit, stats=stats, params=params or {},
+                 child=child, before=before, label=f"{layout}/{read}/{reader}", runs=[])
         gc.collect()
+        c["warm"] = self._one(c)
+        say(f"     warm-up {c['label']:<46} {c['warm']['wall_s']:.2f} s (result checked)")
+        self.pending.append(c)
 
-        def one(timed: bool) -> dict:
-            if stats is not None:
-                stats.remote_stats(reset=True)
-            self.log.take()
-            c0, k0, s0, b0 = self_cpu_s(), child_cpu_s(), proc_cpu_s(self.pid), lo_bytes()
+    def run_rounds(self, unavailable: dict) -> None:
+        n = len(self.pending)
+        for r in range(self.args.runs):
             t0 = time.perf_counter()
-            got = fn()
-            wall = time.perf_counter() - t0
-            c1, k1, s1, b1 = self_cpu_s(), child_cpu_s(), proc_cpu_s(self.pid), lo_bytes()
-            log = self.log.take()
-            run = {"wall_s": wall, "client_cpu_s": (k1 - k0) if child else (c1 - c0),
-                   "server_cpu_s": s1 - s0, "wire_bytes": b1 - b0, "server": log}
-            if expected is not None:
-                if not isinstance(got, np.ndarray) or got.shape != expected.shape \
-                        or got.dtype != expected.dtype:
-                    raise BenchError(f"{label}: got {type(got).__name__} "
-                                     f"{getattr(got, 'shape', None)} {getattr(got, 'dtype', None)}"
-                                     f", expected {expected.shape} {expected.dtype}")
-                if not np.array_equal(got.view(np.uint32), expected.view(np.uint32)):
-                    bad = int(np.count_nonzero(got.view(np.uint32) != expected.view(np.uint32)))
-                    raise BenchError(f"{label}: result differs from the local source "
-                                     f"({bad} of {expected.size} values)")
-            elif isinstance(got, dict):
-                run.update(got)
-            bad = {s: c for s, c in log["statuses"].items() if int(s) >= 400}
-            if bad:
-                run["server_errors"] = bad
-            if stats is not None:
-                run["zarrflow"] = stats.remote_stats()
-            return run
+            order = self.pending[r % n:] + self.pending[:r % n] if n else []
+            for c in order:
+                if c.get("failed"):
+                    continue
+                gc.collect()
+                try:
+                    c["runs"].append(self._one(c))
+                except BenchError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - reported below, not dropped
+                    c["failed"] = f"timed run {r + 1}: {type(e).__name__}: {e}"[:400]
+                    say(f"{c['label']}: FAILED in {c['failed']}")
+            say(f"     round {r + 1}/{self.args.runs}: {n} measurements in "
+                f"{time.perf_counter() - t0:.1f} s")
+        for c in self.pending:
+            if c.get("failed"):
+                unavailable[c["label"]] = c["failed"]
+            else:
+                self._finish(c)
+        self.pending = []
 
-        warm = one(False)
-        runs = [one(True) for _ in range(self.args.runs)]
+    def _finish(self, c: dict) -> None:
+        self.count += 1
+        runs, warm, needed, decoded = c["runs"], c["warm"], c["needed"], c["decoded"]
         med = lambda k: statistics.median(r[k] for r in runs)  # noqa: E731
         wall = med("wall_s")
         requests = statistics.median(r["server"]["requests"] for r in runs)
         wire = med("wire_bytes")
-        res = {"layout": layout, "read": read, "reader": reader, "params": params or {},
-               "wall_s": wall, "walls_s": [r["wall_s"] for r in runs],
+        res = {"layout": c["layout"], "read": c["read"], "reader": c["reader"],
+               "params": c["params"], "wall_s": wall, "walls_s": [r["wall_s"] for r in runs],
                "needed_bytes": needed, "decoded_bytes": decoded,
                "stored_GBps": needed / wall / 1e9,
+               "stored_GBps_best": needed / min(r["wall_s"] for r in runs) / 1e9,
                "decoded_GBps": decoded / wall / 1e9 if decoded else None,
                "requests": requests, "requests_by_method": runs[0]["server"]["by_method"],
                "statuses": runs[0]["server"]["statuses"],
                "wire_bytes": wire, "bytes_per_request": wire / requests if requests else None,
-               "inflight_limit": limit,
+               "inflight_limit": c["limit"],
                "client_core_s_per_GB": med("client_cpu_s") / (needed / 1e9),
                "server_core_s_per_GB": med("server_cpu_s") / (needed / 1e9),
                "warmup_wall_s": warm["wall_s"], "runs": runs}
-        if stats is not None:
+        if c["stats"] is not None:
             zs = [r["zarrflow"] for r in runs]
             res["zf_requests"] = statistics.median(z["requests"] for z in zs)
             res["zf_bytes"] = statistics.median(z["bytes"] for z in zs)
@@ -332,6 +430,15 @@ class Bench:
             if res["zf_requests"] != requests:
                 res["note"] = (f"zarrflow counted {res['zf_requests']} requests, the server "
                                f"logged {requests}")
+        tcp: dict[str, int] = {}
+        for r in runs:
+            for k, v in r["tcp"].items():
+                tcp[k] = tcp.get(k, 0) + v
+        res["tcp_events"] = tcp           # summed over the timed runs
+        res["steal_s"] = sum(r["steal_s"] for r in runs)
+        res["other_cpu_s"] = statistics.median(r["other_cpu_s"] for r in runs)
+        res["other_cpu_s_max"] = max(r["other_cpu_s"] for r in runs)
+        res["client_sys_s"] = statistics.median(r["self_sys_s"] for r in runs)
         errs = [r["server_errors"] for r in runs + [warm] if "server_errors" in r]
         if errs:
             res["server_errors"] = errs
@@ -340,19 +447,20 @@ class Bench:
         self.results["measurements"].append(res)
         dec = f" {res['decoded_GBps']:.3f} GB/s decoded," if decoded else ""
         mif = (f" max in flight {res['max_in_flight_observed']}, retries {res['retries']},"
-               if stats is not None else "")
-        say(f"[{self.count:2d}] {label:<46} {res['stored_GBps']:.3f} GB/s stored,{dec} "
+               if c["stats"] is not None else "")
+        say(f"[{self.count:2d}] {c['label']:<46} {res['stored_GBps']:.3f} GB/s stored,{dec} "
             f"{requests:.0f} req ({(res['bytes_per_request'] or 0) / 1e6:.2f} MB/req),{mif} "
             f"client {res['client_core_s_per_GB']:.2f} / server {res['server_core_s_per_GB']:.2f}"
-            f" core-s/GB  (median of {len(runs)}: {', '.join(f'{w:.2f}' for w in res['walls_s'])} s)")
-        return res
+            f" core-s/GB  (median of {len(runs)}: "
+            f"{', '.join(f'{w:.2f}' for w in res['walls_s'])} s)")
 
 
 # --- readers ------------------------------------------------------------------------------------
-def zarrflow_reader(url: str, endpoint: str, threads: int, sel, **opts):
+def zarrflow_reader(url: str, endpoint: str, threads: int, sel, out: np.ndarray | None = None,
+                    **opts):
     arr = zarrflow.open_array(url, threads=threads,
                               storage_options={"endpoint_url": endpoint, **opts})
-    return arr, (lambda: arr.read(sel))
+    return arr, (lambda: arr.read(sel, out=out))
 
 
 def tensorstore_reader(bucket: str, key: str, endpoint: str, threads: int, region):
@@ -409,6 +517,27 @@ def zarr_python_readers(bucket: str, key: str, endpoint: str, server, region,
     return out
 
 
+def zarrflow_fetch_reader(url: str, endpoint: str, objects: dict[str, int], threads: int,
+                          **opts) -> Callable[[], dict]:
+    """zarrflow's HTTP client without decoding: every data object fetched whole with
+    Store.get (GIL released) from a Python pool of `threads` threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from zarrflow._remote import open_remote
+
+    store = open_remote(url, {"endpoint_url": endpoint, "max_in_flight": threads, **opts})
+    keys = list(objects)
+    expect = sum(objects.values())
+    pool = ThreadPoolExecutor(threads)
+
+    def run() -> dict:
+        sizes = list(pool.map(lambda k: len(store.get(k)), keys))
+        if sum(sizes) != expect:
+            raise BenchError(f"zarrflow store.get fetched {sum(sizes)} bytes, expected {expect}")
+        return {"curl_bytes": sum(sizes)}
+    return run
+
+
 def curl_reader(endpoint: str, bucket: str, key: str, objects: dict[str, int], parallel: int,
                 work: Path, signer=None) -> Callable[[], dict]:
     cfg = work / f"curl_{key.replace('/', '_')}.txt"
@@ -454,6 +583,28 @@ def versions() -> dict:
                                      text=True).stdout.split("\n")[0]
     except OSError as e:
         out["curl"] = f"unavailable ({e})"
+    return out
+
+
+def zarrflow_build() -> dict:
+    """Which zarrflow is measured: the repository commit and the extension module's identity
+    (checked again at the end: a library rewritten under a running process can crash it)."""
+    import hashlib
+
+    from zarrflow import _core
+
+    so = Path(_core.__file__)
+    out = {"core": str(so), "core_sha256": hashlib.sha256(so.read_bytes()).hexdigest()[:16],
+           "core_mtime": datetime.fromtimestamp(so.stat().st_mtime, timezone.utc)
+           .isoformat(timespec="seconds")}
+    try:
+        out["commit"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                       capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "cpp",
+                                "python"], capture_output=True, text=True).stdout.strip()
+        out["cpp_or_python_dirty"] = bool(dirty)
+    except OSError:
+        pass
     return out
 
 
@@ -503,7 +654,16 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 1° grid (181x360), 8 MB, 1 run, results under --work")
     ap.add_argument("--grid", default=None, help="LATxLON (default 721x1440; --quick 181x360)")
+    ap.add_argument("--render", metavar="JSON", help="only rewrite bench_remote.md/.png next to "
+                    "an existing bench_remote.json (no measurement)")
     args = ap.parse_args()
+    if args.render:
+        path = Path(args.render)
+        results = json.loads(path.read_text())
+        ratios(results)
+        (path.parent / "bench_remote.md").write_text(write_markdown(results))
+        plot(results, path.parent / "bench_remote.png")
+        return 0
     if args.size_mb is None:
         args.size_mb = 8.0 if args.quick else 512.0
     if args.runs is None:
@@ -518,7 +678,9 @@ def main() -> int:
     for k in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
         os.environ.pop(k, None)
 
+    faulthandler.enable()                  # a native crash prints every thread's stack
     t_start = time.perf_counter()
+    build = zarrflow_build()
     client_cpus, server_cpus, pinning = plan_cpus()
     if server_cpus:
         os.sched_setaffinity(0, client_cpus)
@@ -564,7 +726,8 @@ def main() -> int:
         "cores_visible": len(os.sched_getaffinity(0)) if not server_cpus else
         len(client_cpus) + len(server_cpus),
         "client_cpus": client_cpus, "server_cpus": server_cpus, "pinning": pinning,
-        "threads": threads, "versions": versions(), "quick": args.quick, "runs": args.runs,
+        "threads": threads, "versions": versions(), "zarrflow_build": build,
+        "quick": args.quick, "runs": args.runs,
         "shape": list(shape), "decoded_bytes": data.nbytes,
         "layouts": {lay: {"objects": len(objects[lay]), "stored_bytes": sum(objects[lay].values()),
                           "ratio": data.nbytes / sum(objects[lay].values()),
@@ -609,6 +772,12 @@ def main() -> int:
 
     results["timing_s"] = {"prepare": t_prepare, "upload": t_upload,
                            "total": time.perf_counter() - t_start}
+    after = zarrflow_build()
+    if after["core_sha256"] != build["core_sha256"]:
+        results["warning"] = (f"zarrflow's extension module changed during the run "
+                              f"({build['core_sha256']} -> {after['core_sha256']}, mtime "
+                              f"{after['core_mtime']}): results mix builds")
+        say(f"WARNING: {results['warning']}")
     ratios(results)
     (out_dir / "bench_remote.json").write_text(json.dumps(results, indent=1, default=str))
     md = write_markdown(results)
@@ -630,9 +799,10 @@ def run_all(args, server, results, paths, objects, data, win, expected_part, par
     settings = results["settings"]
     settings["signing"] = (
         "every reader signs (SigV4, key/secret 'testing'; moto's auth is off, so signatures are "
-        "not checked but are computed and sent), except the rows marked unsigned. Unsigned "
-        "zarrflow works on the chunked store only: it HEADs each shard before reading its index "
-        "and moto answers anonymous HEADs with 403 (real S3 allows them on a public bucket)")
+        "not checked but are computed and sent), except the rows marked unsigned. moto answers "
+        "anonymous HEADs with 403 (real S3 allows them on a public bucket), so an unsigned reader "
+        "fails wherever it HEADs: zarrflow HEADs a shard for its size before reading the shard "
+        "index (partial shard reads), s3fs HEADs every object")
     settings["zarrflow"] = (f"decode pool {threads} threads; default max_in_flight "
                             f"({CONCURRENCY}) and coalesce_gap/coalesce_max")
     settings["tensorstore"] = (f"zarr3 + s3 kvstore, aws_credentials environment "
@@ -663,6 +833,7 @@ def run_all(args, server, results, paths, objects, data, win, expected_part, par
         reads = [("full", None, data, stored)]
         if lay == "sharded":
             reads.append(("partial", win, expected_part, part_needed))
+        say(f"--- {lay}: warm-up runs, then {args.runs} rounds over every measurement")
         for read, region, expected, needed in reads:
             common = dict(layout=lay, read=read, expected=expected, needed=needed,
                           decoded=expected.nbytes)
@@ -670,37 +841,52 @@ def run_all(args, server, results, paths, objects, data, win, expected_part, par
             def zf(name, **opts):
                 def make():
                     arr, fn = zarrflow_reader(url, ep, threads, region, **opts)
-                    bench.measure(reader=name, fn=fn, stats=arr, limit=CONCURRENCY,
-                                  params={"max_in_flight": CONCURRENCY,
-                                          "signed": "key" in opts}, **common)
+                    bench.add(reader=name, fn=fn, stats=arr, limit=CONCURRENCY,
+                              params={"max_in_flight": CONCURRENCY, "signed": "key" in opts},
+                              **common)
                 attempt(name, lay, read, make)
 
             def ts_():
                 spec, fn = tensorstore_reader(BUCKET, key, ep, threads,
                                               None if region is None else tuple(region))
-                bench.measure(reader="tensorstore", fn=fn, limit=CONCURRENCY,
-                              params={"spec": spec}, **common)
+                bench.add(reader="tensorstore", fn=fn, limit=CONCURRENCY, params={"spec": spec},
+                          **common)
 
             zf("zarrflow", **signed)
+            # The same read into a reused output array (a training loop's pattern): no fresh
+            # 0.5 GB allocation per read. Poisoned with NaN before each run, so a read that
+            # writes nothing fails the check.
+            def zf_out():
+                o = np.empty_like(expected)
+                arr, fn = zarrflow_reader(url, ep, threads, region, out=o, **signed)
+                bench.add(reader="zarrflow out=", fn=fn, stats=arr, limit=CONCURRENCY,
+                          before=lambda: o.fill(np.nan),
+                          params={"max_in_flight": CONCURRENCY, "signed": True, "out": True},
+                          **common)
+            attempt("zarrflow out=", lay, read, zf_out)
             zf("zarrflow unsigned", anon=True)
             attempt("tensorstore", lay, read, ts_)
             for name, desc, fn in zarr_python_readers(BUCKET, key, ep, server, region,
                                                       unavailable):
-                attempt(name, lay, read, lambda: bench.measure(
+                attempt(name, lay, read, lambda: bench.add(
                     reader=name, fn=fn, limit=CONCURRENCY, params={"store": desc}, **common))
+        bench.add(layout=lay, read="full", reader=f"zarrflow fetch only ({CONCURRENCY} threads)",
+                  fn=zarrflow_fetch_reader(url, ep, objects[lay], CONCURRENCY, **signed),
+                  expected=None, needed=stored, decoded=None, limit=CONCURRENCY,
+                  params={"threads": CONCURRENCY, "signed": True})
         for par, sign in ((64, False), (16, False), (64, True)):
-            bench.measure(layout=lay, read="full",
-                          reader=f"curl -P {par}" + (" sigv4" if sign else ""),
-                          fn=curl_reader(ep, BUCKET, key, objects[lay], par, work,
-                                         server if sign else None),
-                          expected=None, needed=stored, decoded=None, limit=par, child=True,
-                          params={"parallel_max": par, "signed": sign})
+            bench.add(layout=lay, read="full", reader=f"curl -P {par}" + (" sigv4" if sign else ""),
+                      fn=curl_reader(ep, BUCKET, key, objects[lay], par, work,
+                                     server if sign else None),
+                      expected=None, needed=stored, decoded=None, limit=par, child=True,
+                      params={"parallel_max": par, "signed": sign})
         if lay == "chunked":
             for k in SWEEP:
                 arr, fn = zarrflow_reader(url, ep, threads, None, max_in_flight=k, **signed)
-                bench.measure(layout=lay, read="sweep", reader=f"zarrflow max_in_flight={k}",
-                              fn=fn, stats=arr, limit=k, params={"max_in_flight": k},
-                              expected=data, needed=stored, decoded=data.nbytes)
+                bench.add(layout=lay, read="sweep", reader=f"zarrflow max_in_flight={k}",
+                          fn=fn, stats=arr, limit=k, params={"max_in_flight": k},
+                          expected=data, needed=stored, decoded=data.nbytes)
+        bench.run_rounds(unavailable)
 
 
 # --- reporting ----------------------------------------------------------------------------------
@@ -713,16 +899,17 @@ def find(results, layout, read, reader):
 
 def ratios(results) -> None:
     for m in results["measurements"]:
-        ts_ = None if m["reader"].startswith("curl") else \
+        ts_ = None if not m["decoded_bytes"] else \
             find(results, m["layout"], m["read"], "tensorstore")
         curl = find(results, m["layout"], "full", "curl -P 64")
         m["vs_tensorstore"] = m["stored_GBps"] / ts_["stored_GBps"] if ts_ else None
         m["vs_curl64"] = m["stored_GBps"] / curl["stored_GBps"] if curl else None
     verdict = {}
-    for lay in ("chunked", "sharded"):
-        zf = find(results, lay, "full", "zarrflow")
+    for lay, reader in (("chunked", "zarrflow"), ("chunked", "zarrflow out="),
+                        ("sharded", "zarrflow"), ("sharded", "zarrflow out=")):
+        zf = find(results, lay, "full", reader)
         if zf:
-            verdict[lay] = {"zarrflow_vs_tensorstore": zf["vs_tensorstore"],
+            verdict[f"{lay}/{reader}"] = {"zarrflow_vs_tensorstore": zf["vs_tensorstore"],
                             "zarrflow_vs_curl64": zf["vs_curl64"],
                             "target_tensorstore_met": bool(zf["vs_tensorstore"]
                                                            and zf["vs_tensorstore"] >= 1.0),
@@ -735,6 +922,11 @@ def _f(x, fmt=".3f", none="—"):
     return none if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 
+def _tcp(m) -> str:
+    ev = m.get("tcp_events") or {}
+    return ", ".join(f"{k} {v}" for k, v in sorted(ev.items())) or "none"
+
+
 def write_markdown(results) -> str:
     v = results["versions"]
     n, nlat, nlon = results["shape"]
@@ -745,7 +937,7 @@ def write_markdown(results) -> str:
         f"ERA5-like (smooth fields + weather + noise, 16-bit GRIB packing), zstd level 3. "
         f"Warm-up run, then the median of {results['runs']} timed run(s); every result checked "
         f"bit-exact against the local source.",
-        "",
+        ""] + ([f"**WARNING: {results['warning']}**", ""] if results.get("warning") else []) + [
         "| layout | objects | stored MB | ratio | object size |",
         "|---|---:|---:|---:|---|"]
     for lay, L in results["layouts"].items():
@@ -765,18 +957,20 @@ def write_markdown(results) -> str:
               "",
               "**Columns.** *stored GB/s*: the stored (compressed) bytes the selection needs "
               "(same numerator for every reader) / median wall time. *requests*: counted by the "
-              "server (moto's request log), per run. *fetched MB*: bytes over the loopback interface "
-              "per run (/proc/net/dev; HTTP and TCP/IP headers included). *MB/req*: fetched / "
-              "requests. *in flight*: zarrflow: the most "
-              "requests it had in flight (remote_stats); others: their configured limit (†). "
-              "*client / server core-s/GB*: CPU seconds per stored GB of this process (curl: its "
-              "child-process rusage) and of the moto process. *÷ ts*, *÷ curl64*: stored GB/s "
-              "over tensorstore's and over the curl -P 64 ceiling's.",
+              "server (moto's request log), per run. *fetched MB*: bytes over the loopback "
+              "interface per run (/proc/net/dev: HTTP and TCP/IP headers included, and any other "
+              "loopback traffic on the host at the time; see *other CPU* under Host noise). "
+              "*MB/req*: fetched / requests. *in flight*: zarrflow: the most requests it had in "
+              "flight (remote_stats); others: their configured limit (†). *wall s*: median "
+              "(fastest–slowest timed run). *client / server core-s/GB*: CPU seconds per stored "
+              "GB of this process (curl: its child-process rusage) and of the moto process. "
+              "*÷ ts*, *÷ curl64*: stored GB/s over tensorstore's and over the curl -P 64 "
+              "ceiling's.",
               ""]
-    head = ("| layout | read | reader | stored GB/s | decoded GB/s | requests | fetched MB | "
-            "MB/req | in flight | retries | client core-s/GB | server core-s/GB | ÷ ts | "
-            "÷ curl64 |")
-    lines += [head, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    head = ("| layout | read | reader | stored GB/s | decoded GB/s | wall s (min–max) | "
+            "requests | fetched MB | MB/req | in flight | retries | client core-s/GB | "
+            "server core-s/GB | ÷ ts | ÷ curl64 |")
+    lines += [head, "|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for m in results["measurements"]:
         if m["read"] == "sweep":
             continue
@@ -784,13 +978,14 @@ def write_markdown(results) -> str:
         inflight = f"{m['max_in_flight_observed']}" if zf else f"{m['inflight_limit']}†"
         lines.append(
             f"| {m['layout']} | {m['read']} | {m['reader']} | {m['stored_GBps']:.3f} | "
-            f"{_f(m['decoded_GBps'])} | {m['requests']:.0f} | {m['wire_bytes'] / 1e6:.1f} | "
+            f"{_f(m['decoded_GBps'])} | {m['wall_s']:.2f} ({min(m['walls_s']):.2f}–"
+            f"{max(m['walls_s']):.2f}) | {m['requests']:.0f} | {m['wire_bytes'] / 1e6:.1f} | "
             f"{_f((m['bytes_per_request'] or 0) / 1e6, '.2f')} | {inflight} | "
             f"{m['retries'] if zf else '—'} | {_f(m['client_core_s_per_GB'], '.2f')} | "
             f"{_f(m['server_core_s_per_GB'], '.2f')} | {_f(m['vs_tensorstore'], '.2f')} | "
             f"{_f(m['vs_curl64'], '.2f')} |")
     lines += ["", "## Targets (full reads, stored bytes)", "",
-              "| layout | zarrflow ÷ tensorstore | ≥ 1? | zarrflow ÷ curl -P 64 | ≥ 0.8? |",
+              "| layout / reader | ÷ tensorstore | ≥ 1? | ÷ curl -P 64 | ≥ 0.8? |",
               "|---|---:|---|---:|---|"]
     for lay, t in results.get("targets", {}).items():
         lines.append(f"| {lay} | {_f(t['zarrflow_vs_tensorstore'], '.2f')} | "
@@ -799,16 +994,18 @@ def write_markdown(results) -> str:
                      f"{'yes' if t['target_80pct_curl_met'] else 'no'} |")
     lines += ["", "## zarrflow: requests in flight vs throughput (chunked, full read)", "",
               "| max_in_flight | io threads | max in flight seen | stored GB/s | decoded GB/s | "
-              "requests | retries | client core-s/GB | server core-s/GB | ÷ curl64 |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "wall s (min–max) | requests | retries | client core-s/GB | server core-s/GB | "
+              "÷ curl64 | TCP events (all runs) |",
+              "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
     for m in results["measurements"]:
         if m["read"] != "sweep":
             continue
         lines.append(f"| {m['params']['max_in_flight']} | {m['io_threads']} | "
                      f"{m['max_in_flight_observed']} | {m['stored_GBps']:.3f} | "
-                     f"{m['decoded_GBps']:.3f} | {m['requests']:.0f} | {m['retries']} | "
+                     f"{m['decoded_GBps']:.3f} | {m['wall_s']:.2f} ({min(m['walls_s']):.2f}–"
+                     f"{max(m['walls_s']):.2f}) | {m['requests']:.0f} | {m['retries']} | "
                      f"{m['client_core_s_per_GB']:.2f} | {m['server_core_s_per_GB']:.2f} | "
-                     f"{_f(m['vs_curl64'], '.2f')} |")
+                     f"{_f(m['vs_curl64'], '.2f')} | {_tcp(m)} |")
     notes = [f"- {m['layout']}/{m['read']}/{m['reader']}: {m['note']}"
              for m in results["measurements"] if m.get("note")]
     notes += [f"- {m['layout']}/{m['read']}/{m['reader']}: server answered errors "
@@ -817,6 +1014,20 @@ def write_markdown(results) -> str:
                       + ", ".join(f"{k} {c}" for k, c in sorted(m["requests_by_method"].items()))
                       for m in results["measurements"] if m["read"] != "sweep"})
     lines += ["", "## Requests by method (first timed run)", ""] + methods
+    lines += ["", "## Host noise during the timed runs", "",
+              "Kernel TCP events on loopback (system-wide TcpExt counters, summed over the timed "
+              "runs; a SYN retransmit or listen overflow is a ~1 s connect stall), CPU time stolen "
+              "by the hypervisor, CPU used by other processes on the host during a run (median, "
+              "max; /proc/stat busy time minus this process, its children and the server; "
+              "±0.02 s of tick rounding), and this process's median system CPU per run.", "",
+              "| layout | read | reader | TCP events | steal s | other CPU s/run (max) | "
+              "client sys s/run |",
+              "|---|---|---|---|---:|---|---:|"]
+    for m in results["measurements"]:
+        lines.append(f"| {m['layout']} | {m['read']} | {m['reader']} | {_tcp(m)} | "
+                     f"{_f(m.get('steal_s'), '.2f')} | {_f(m.get('other_cpu_s'), '.2f')} "
+                     f"({_f(m.get('other_cpu_s_max'), '.2f')}) | "
+                     f"{_f(m.get('client_sys_s'), '.2f')} |")
     if notes:
         lines += ["", "## Notes", ""] + notes
     if results["unavailable"]:
@@ -824,18 +1035,22 @@ def write_markdown(results) -> str:
         lines += [f"- {k}: unavailable: {why}" for k, why in results["unavailable"].items()]
     lines += ["", "## Settings", ""]
     lines += [f"- {k}: {s}" for k, s in results["settings"].items()]
+    b, t = results["zarrflow_build"], results["timing_s"]
     lines += ["", "## Host", "",
               f"- {results['cores_visible']} cores ({results['cpu']}); {results['pinning']}",
               f"- server: {results['server'].get('kind')}; "
               f"MOTO_S3_DEFAULT_KEY_BUFFER_SIZE={MOTO_BUFFER} (objects served from memory)",
               f"- date {results['date']}; host {results['host']}",
+              f"- zarrflow build: commit {b.get('commit')}"
+              f"{' (+ uncommitted cpp/python changes)' if b.get('cpp_or_python_dirty') else ''}"
+              f", _core sha256 {b['core_sha256']} (built {b['core_mtime']})",
               f"- versions: zarrflow {v['zarrflow']}, moto {v['moto']}, werkzeug {v['werkzeug']}, "
               f"tensorstore {v['tensorstore']}, zarr {v['zarr']}, obstore {v['obstore']}, "
               f"s3fs {v['s3fs']} (aiobotocore {v['aiobotocore']}, botocore {v['botocore']}), "
               f"numpy {v['numpy']}, Python {v['python']}",
               f"- {v['curl']}",
-              f"- run time: {results['timing_s']['total']:.0f} s (preparing the local stores "
-              f"{results['timing_s']['prepare']:.0f} s, upload {results['timing_s']['upload']:.0f} s)"]
+              f"- run time: {t['total']:.0f} s (preparing the local stores {t['prepare']:.0f} s, "
+              f"upload {t['upload']:.0f} s)"]
     return "\n".join(lines) + "\n"
 
 
@@ -849,7 +1064,7 @@ def plot(results, path: Path) -> None:
           and not m["reader"].startswith("curl")]
     groups = list(dict.fromkeys((m["layout"], m["read"]) for m in ms))
     readers = list(dict.fromkeys(m["reader"] for m in ms))
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(14, 6), gridspec_kw={"width_ratios": [3, 2]})
     width = 0.8 / len(readers)
     for k, reader in enumerate(readers):
         xs, ys = [], []
@@ -860,20 +1075,22 @@ def plot(results, path: Path) -> None:
                 ys.append(m["stored_GBps"])
         ax.bar(xs, ys, width, label=reader)
     for g, (lay, read) in enumerate(groups):
+        if read != "full":   # the ceiling is for reading every object whole
+            continue
         for par, style in ((64, "-"), (16, ":")):
             c = find(results, lay, "full", f"curl -P {par}")
             if c:
                 ax.hlines(c["stored_GBps"], g - 0.45, g + 0.45, colors="k", linestyles=style,
-                          label=f"curl -P {par} (raw GET ceiling)" if g == 0 else None)
+                          label=f"curl -P {par} (raw GET ceiling)" if lay == "chunked" else None)
         c = find(results, lay, "full", "curl -P 64")
         if c:
             ax.hlines(0.8 * c["stored_GBps"], g - 0.45, g + 0.45, colors="grey",
-                      linestyles="--", label="80 % of curl -P 64" if g == 0 else None)
+                      linestyles="--", label="80 % of curl -P 64" if lay == "chunked" else None)
     ax.set_xticks(range(len(groups)), [f"{lay}\n{read}" for lay, read in groups])
     ax.set_ylabel("stored (compressed) GB/s")
     ax.set_title(f"moto S3 on loopback, {results['decoded_bytes'] / 1e6:.0f} MB float32, "
                  f"{results['cores_visible']} cores")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     sw = [m for m in results["measurements"] if m["read"] == "sweep"]
     if sw:
         xs = [m["params"]["max_in_flight"] for m in sw]
@@ -884,6 +1101,7 @@ def plot(results, path: Path) -> None:
             bx.axhline(c["stored_GBps"], color="k", label="curl -P 64 (stored)")
         bx.set_xscale("log", base=2)
         bx.set_xticks(xs, [str(x) for x in xs])
+        bx.set_ylim(bottom=0)
         bx.set_xlabel("zarrflow max_in_flight")
         bx.set_ylabel("GB/s")
         bx.set_title("zarrflow, chunked store: throughput vs requests in flight")
