@@ -361,7 +361,13 @@ def test_sharded_reads_coalesce_ranges(tmp_path) -> None:
             srv.clear_log()
             np.testing.assert_array_equal(arr[region], data[region])
             counts[gap] = sum(r.range is not None for r in srv.requests)
+            # the index comes with a suffix range: no size query (HEAD) before it
+            assert not any(r.method == "HEAD" for r in srv.requests)
         assert counts[1 << 20] < counts[0]
+        whole = zarrflow.open(f"{srv.url}/sharded.zarr")
+        srv.clear_log()
+        np.testing.assert_array_equal(whole[...], data)
+        assert len(srv.requests) == 1 and srv.requests[0].range is None  # a whole shard: one GET
 
 
 # --------------------------------------------------------------------------------------------

@@ -78,21 +78,38 @@ class ShardingCodec final : public ArrayToBytesCodec {
                            const StridedView& dest, const DecodeContext& ctx,
                            std::vector<LeafRead>& reads, std::vector<StridedView>& fills,
                            bool& found) const override {
-    ZF_ASSIGN_OR_RETURN(auto size, reader.size());
-    found = size.has_value();
-    if (!found) return {};
-    const std::uint64_t shard_size = *size;
-    if (shard_size < index_size_)
-      return corrupt_data("sharding_indexed: shard has " + std::to_string(shard_size) +
-                          " bytes, less than its " + std::to_string(index_size_) + "-byte index");
-    const ByteRange index_range =
-        ByteRange::of(index_at_end_ ? shard_size - index_size_ : 0, index_size_);
-    ZF_ASSIGN_OR_RETURN(auto index_parts, reader.read({&index_range, 1}));
-    if (!index_parts) {  // deleted between size() and read()
-      found = false;
-      return {};
+    // The index and the shard's size (for validating entries) in one request where the index is
+    // at the end: a suffix read (on object stores a separate size query is a round trip).
+    std::uint64_t shard_size = 0;
+    Buffer index_bytes;
+    if (index_at_end_) {
+      auto tail = reader.read_tail(index_size_);
+      if (!tail.ok() && tail.status().code() == ErrorCode::kCorruptData)
+        return corrupt_data("sharding_indexed: shard is shorter than its " +
+                            std::to_string(index_size_) + "-byte index (" +
+                            tail.status().message() + ")");
+      ZF_RETURN_IF_ERROR(tail.status());
+      found = tail->has_value();
+      if (!found) return {};
+      shard_size = (*tail)->total_size;
+      index_bytes = std::move((*tail)->bytes);
+    } else {
+      ZF_ASSIGN_OR_RETURN(auto size, reader.size());
+      found = size.has_value();
+      if (!found) return {};
+      shard_size = *size;
+      if (shard_size < index_size_)
+        return corrupt_data("sharding_indexed: shard has " + std::to_string(shard_size) +
+                            " bytes, less than its " + std::to_string(index_size_) + "-byte index");
+      const ByteRange index_range = ByteRange::of(0, index_size_);
+      ZF_ASSIGN_OR_RETURN(auto index_parts, reader.read({&index_range, 1}));
+      if (!index_parts) {  // deleted between size() and read()
+        found = false;
+        return {};
+      }
+      index_bytes = std::move((*index_parts)[0]);
     }
-    ZF_ASSIGN_OR_RETURN(auto index, decode_index((*index_parts)[0].span(), ctx));
+    ZF_ASSIGN_OR_RETURN(auto index, decode_index(index_bytes.span(), ctx));
     for (const auto& blk : chunk_blocks(sel, inner_shape_)) {
       ZF_ASSIGN_OR_RETURN(auto entry, lookup(index, blk.chunk, shard_size));
       if (!entry) {

@@ -17,6 +17,15 @@ Result<ByteRange> resolve_range(const ByteRange& r, std::uint64_t size, std::str
   return r;
 }
 
+Result<std::optional<Store::Tail>> ByteReader::read_tail(std::uint64_t length) const {
+  ZF_ASSIGN_OR_RETURN(auto total, size());
+  if (!total) return std::optional<Store::Tail>();
+  ZF_ASSIGN_OR_RETURN(ByteRange r, resolve_range(ByteRange::last(length), *total, describe()));
+  ZF_ASSIGN_OR_RETURN(auto parts, read({&r, 1}));
+  if (!parts) return std::optional<Store::Tail>();
+  return std::optional(Store::Tail{std::move((*parts)[0]), *total});
+}
+
 Result<std::optional<std::vector<Buffer>>> WindowReader::read(
     std::span<const ByteRange> ranges) const {
   std::vector<ByteRange> shifted;

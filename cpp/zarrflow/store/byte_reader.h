@@ -23,6 +23,8 @@ class ByteReader {
   // The bytes of each range, in order; nullopt when the value does not exist.
   virtual Result<std::optional<std::vector<Buffer>>> read(
       std::span<const ByteRange> ranges) const = 0;
+  // The last `length` bytes and the total size (one store request where possible).
+  virtual Result<std::optional<Store::Tail>> read_tail(std::uint64_t length) const;
   // Names the value in error messages.
   [[nodiscard]] virtual std::string describe() const = 0;
 };
@@ -34,6 +36,9 @@ class StoreKeyReader final : public ByteReader {
   Result<std::optional<std::vector<Buffer>>> read(
       std::span<const ByteRange> ranges) const override {
     return store_.get_ranges(key_, ranges);
+  }
+  Result<std::optional<Store::Tail>> read_tail(std::uint64_t length) const override {
+    return store_.get_tail(key_, length);
   }
   [[nodiscard]] std::string describe() const override { return store_.describe_key(key_); }
 

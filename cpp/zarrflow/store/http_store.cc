@@ -294,6 +294,21 @@ Result<std::optional<std::vector<Buffer>>> HttpStore::get_ranges(
   return std::optional(std::move(out));
 }
 
+Result<std::optional<Store::Tail>> HttpStore::get_tail(std::string_view key,
+                                                       std::uint64_t length) const {
+  if (length == 0) return Store::get_tail(key, length);
+  BodySink sink;
+  const ByteRange range = ByteRange::last(length);
+  ZF_ASSIGN_OR_RETURN(auto r, fetch(key, "GET", range, sink));
+  if (!r) return std::optional<Tail>();
+  // A value shorter than `length` comes back whole (RFC 9110 §14.1.2): too short.
+  if (r->body_bytes != length || !r->total_size)
+    return corrupt_data(describe_key(key) + " has " +
+                        std::to_string(r->total_size.value_or(r->body_bytes)) +
+                        " bytes, fewer than the last " + std::to_string(length) + " wanted");
+  return std::optional(Tail{std::move(sink.grow), *r->total_size});
+}
+
 Result<std::optional<std::uint64_t>> HttpStore::size(std::string_view key) const {
   BodySink sink;
   ZF_ASSIGN_OR_RETURN(auto r, fetch(key, "HEAD", std::nullopt, sink));

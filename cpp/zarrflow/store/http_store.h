@@ -59,6 +59,7 @@ class HttpStore final : public Store {
   Result<bool> read_exact(std::string_view key, ByteSpan dst) const override;
   Result<bool> read_range_into(std::string_view key, std::uint64_t offset,
                                ByteSpan dst) const override;
+  Result<std::optional<Tail>> get_tail(std::string_view key, std::uint64_t length) const override;
   Result<std::optional<std::uint64_t>> size(std::string_view key) const override;
   Result<std::vector<ListEntry>> list(std::string_view prefix) const override;
   Result<std::vector<std::string>> list_dir(std::string_view prefix) const override;

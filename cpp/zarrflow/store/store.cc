@@ -28,6 +28,19 @@ Result<bool> Store::read_range_into(std::string_view key, std::uint64_t offset,
   return true;
 }
 
+Result<std::optional<Store::Tail>> Store::get_tail(std::string_view key,
+                                                   std::uint64_t length) const {
+  ZF_ASSIGN_OR_RETURN(auto total, size(key));
+  if (!total) return std::optional<Tail>();
+  if (*total < length)
+    return corrupt_data(describe_key(key) + " has " + std::to_string(*total) +
+                        " bytes, fewer than the last " + std::to_string(length) + " wanted");
+  const ByteRange r = ByteRange::of(*total - length, length);
+  ZF_ASSIGN_OR_RETURN(auto parts, get_ranges(key, {&r, 1}));
+  if (!parts) return std::optional<Tail>();
+  return std::optional(Tail{std::move((*parts)[0]), *total});
+}
+
 Status validate_key(std::string_view key, bool allow_empty) {
   auto quoted = [&] { return "key '" + std::string(key) + "'"; };
   if (key.empty()) {

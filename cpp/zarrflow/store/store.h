@@ -68,6 +68,15 @@ class Store {
   virtual Result<bool> read_range_into(std::string_view key, std::uint64_t offset,
                                        ByteSpan dst) const;
 
+  // The last `length` bytes of a value and the value's total size, nullopt when the key is
+  // missing; kCorruptData when the value is shorter. One request where the medium allows (HTTP
+  // suffix range: a shard index without a separate size query); default: size() + get_ranges().
+  struct Tail {
+    Buffer bytes;
+    std::uint64_t total_size = 0;
+  };
+  virtual Result<std::optional<Tail>> get_tail(std::string_view key, std::uint64_t length) const;
+
   // Size of the value, or nullopt when the key does not exist.
   virtual Result<std::optional<std::uint64_t>> size(std::string_view key) const = 0;
 
