@@ -280,3 +280,44 @@ def test_progress_lines(store, capsys):
     lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("zarrflow loader:")]
     assert len(lines) == len(ld) // 3
     assert f"3/{len(ld)} batches" in lines[0] and "samples/s" in lines[0]
+
+
+def _epochs(ld, order):
+    out = []
+    for e in order:
+        if e is not None:
+            ld.set_epoch(e)
+        out.append([(b["time"].copy(), b["x"].copy()) for b in ld])
+    return out
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2], [None, None], [0, 5, 1, 1]],
+                         ids=["set_epoch", "same-epoch", "guess-wrong"])
+def test_next_epoch_read_ahead_changes_nothing(store, order):
+    kw = dict(batch_size=3, device="cpu", output="numpy", shuffle="global", seed=7, prefetch=2)
+    with_prime = _epochs(zarrflow.Loader(store, VARS, **kw), order)
+    without = _epochs(zarrflow.Loader(store, VARS, prime_next_epoch=False, **kw), order)
+    for a, b in zip(with_prime, without):
+        assert len(a) == len(b)
+        for (ta, xa), (tb, xb) in zip(a, b):
+            np.testing.assert_array_equal(ta, tb)
+            np.testing.assert_array_equal(xa, xb)
+
+
+def test_next_epoch_read_ahead_is_used_and_counted_once(store):
+    ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", seed=1)
+    n = len(list(ld))
+    assert ld._primed is not None and ld._primed.epoch == 0  # no set_epoch yet: same epoch
+    ld._primed.worker.join()
+    assert len(ld._primed.items) == 2 and ld.stats()["batches"] == n
+    ld.set_epoch(1)  # a different epoch than guessed: dropped, read normally
+    assert len(list(ld)) == n and ld.stats()["batches"] == 2 * n
+    assert ld._primed.epoch == 2  # set_epoch was used: the next epoch is guessed
+    ld.set_epoch(2)
+    it = iter(ld)
+    next(it)
+    assert ld.stats()["batches"] >= 2 * n + 2  # the two primed batches joined the counters
+    state = ld.state_dict()
+    rest = [b["time"].copy() for b in it]
+    ld.load_state_dict(state)  # resume mid-epoch: no read-ahead involved
+    assert [list(b["time"]) for b in ld] == [list(t) for t in rest]

@@ -242,6 +242,19 @@ class Stats:
 
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
+
+class _Primed:
+    """Batches of the next epoch produced ahead of its iteration (Loader._prime)."""
+
+    def __init__(self, epoch: int):
+        self.epoch = epoch
+        self.items: list = []
+        self.failed = False
+        self.stop = threading.Event()
+        self.worker: threading.Thread | None = None
+        self.entry = None
+        self.stats = None  # a Stats of their own until the batches are used
+
 # Producer threads of live iterations. At interpreter exit they are stopped and joined before
 # Python tears down the objects (thread pools, stores) their C++ reads are using.
 _live: set = set()
@@ -281,7 +294,9 @@ class Loader:
     across epochs; 0 = no cache; the GPU tier is asked first), ``time_range`` ((start, stop)
     time indices that every input and target step of a sample must lie in: train/validation
     splits without leakage across the boundary), ``storage_options`` (credentials, endpoint and
-    transport settings when ``store`` is an s3://, gs:// or http(s):// URL).
+    transport settings when ``store`` is an s3://, gs:// or http(s):// URL), ``prime_next_epoch``
+    (default True: when an epoch ends, its first ``prefetch`` batches of the next one are read in
+    the background, so validation or checkpointing hides the start of the next epoch).
     """
 
     def __init__(self, store: Any, variables: Sequence[str], *, batch_size: int = 16,
@@ -296,7 +311,7 @@ class Loader:
                  channel_dim: str = "channel", block: int = 8, buffer: int = 64,
                  progress: int = 0, cache_gb: float = 0.0, host_cache_gb: float = 0.0,
                  time_range: tuple[int, int] | None = None,
-                 storage_options: dict | None = None):
+                 storage_options: dict | None = None, prime_next_epoch: bool = True):
         self.spec = DatasetSpec.build(store, variables, time_dim=time_dim, level_dim=level_dim,
                                       channel_dim=channel_dim, storage_options=storage_options)
         if batch_size < 1:
@@ -356,6 +371,9 @@ class Loader:
         self._pid = os.getpid()
         self.epoch = 0
         self._resume = 0           # batches of self.epoch already consumed (state_dict)
+        self.prime_next_epoch = prime_next_epoch
+        self._primed = None        # _Primed: first batches of the next epoch, read ahead
+        self._epoch_advanced = False  # set_epoch moved to another epoch since the last pass
         self._position = 0
         self.stats_ = Stats()
         if len(self) == 0:
@@ -432,6 +450,7 @@ class Loader:
 
     # --- epochs and resume ------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
+        self._epoch_advanced = int(epoch) != self.epoch
         self.epoch = int(epoch)
         self._resume = 0
 
@@ -488,7 +507,7 @@ class Loader:
                     reqs.append((ch.array._h, start, count, [1] * nd, offset, dstr))
         return reqs
 
-    def _produce(self, samples: np.ndarray) -> dict:
+    def _produce(self, samples: np.ndarray, st: "Stats | None" = None) -> dict:
         steps = self.h + self.k
         C = len(self.spec.channels)
         shape = [len(samples), steps, C, *self.spatial_shape]
@@ -515,7 +534,7 @@ class Loader:
         else:
             if not self.on_gpu:
                 nans = int(np.isnan(np.from_dlpack(raw)).sum())
-        st = self.stats_
+        st = self.stats_ if st is None else st
         st.read_s += time.perf_counter() - t0
         st.batches += 1
         st.samples += len(samples)
@@ -568,16 +587,23 @@ class Loader:
             raise RuntimeError("this zarrflow Loader (device='cuda') was created in another "
                                "process: CUDA does not survive fork. Create the loader inside the "
                                "worker, or use it with num_workers=0 (it prefetches on its own).")
+        t_wait = time.perf_counter()
+        primed = self._take_primed(self.epoch) if self._resume == 0 else []
+        self.stats_.wait_s += time.perf_counter() - t_wait
+        epoch_now, advanced = self.epoch, self._epoch_advanced
+        self._epoch_advanced = False
         batches = self.batches()[self._resume:]
         self._position = self._resume
         self._resume = 0
-        q: queue.Queue = queue.Queue(maxsize=self.prefetch)
+        q: queue.Queue = queue.Queue(maxsize=self.prefetch + len(primed))
+        for item in primed:
+            q.put(item)
         stop = threading.Event()
         done = object()
 
         def producer() -> None:
             try:
-                for samples in batches:
+                for samples in batches[len(primed):]:
                     if stop.is_set():
                         return
                     item = self._produce(samples)
@@ -607,6 +633,9 @@ class Loader:
                 item = q.get()
                 self.stats_.wait_s += time.perf_counter() - t0
                 if item is done:
+                    # Epoch complete: read the next one's first batches while the caller
+                    # validates, checkpoints or calls set_epoch, so it does not start cold.
+                    self._prime(epoch_now + 1 if advanced else epoch_now)
                     return
                 if isinstance(item, BaseException):
                     raise item
@@ -626,6 +655,54 @@ class Loader:
                     worker.join(0.05)
             with _live_lock:
                 _live.discard(entry)
+
+    # --- reading ahead across epochs ---------------------------------------------------------
+    def _prime(self, epoch: int) -> None:
+        """Produce the first `prefetch` batches of `epoch` on a background thread. Which epoch
+        comes next is a guess (the next one if the caller has been calling set_epoch, else the
+        same one again); a wrong guess only costs the read, the batches are dropped."""
+        if not self.prime_next_epoch or self._primed is not None:
+            return
+        first = self.batches(epoch)[:self.prefetch]
+        if not first:
+            return
+        primed = _Primed(epoch)
+        primed.stats = Stats()
+
+        def work() -> None:
+            try:
+                for samples in first:
+                    if primed.stop.is_set():
+                        return
+                    primed.items.append(self._produce(samples, primed.stats))
+            except BaseException:  # the regular pass reads these batches again and reports
+                primed.items.clear()
+                primed.failed = True
+
+        primed.worker = threading.Thread(target=work, name="zarrflow-loader-prime", daemon=True)
+        primed.entry = (primed.stop, queue.Queue(), primed.worker)
+        with _live_lock:
+            _live.add(primed.entry)
+        self._primed = primed
+        primed.worker.start()
+
+    def _take_primed(self, epoch: int) -> list:
+        """The batches read ahead for `epoch` (waiting for them to finish), or []."""
+        primed, self._primed = self._primed, None
+        if primed is None:
+            return []
+        if primed.epoch != epoch:
+            primed.stop.set()
+        primed.worker.join()
+        with _live_lock:
+            _live.discard(primed.entry)
+        if primed.epoch != epoch or primed.failed:
+            return []
+        # Counters of batches read ahead join the loader's once they are used.
+        for key, value in primed.stats.__dict__.items():
+            if isinstance(value, (int, float)):
+                setattr(self.stats_, key, getattr(self.stats_, key) + value)
+        return primed.items
 
     def stats(self) -> dict:
         """Counters since the loader was made: bytes, chunks, cache of shared chunks, waits."""
