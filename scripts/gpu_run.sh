@@ -66,6 +66,13 @@ if want test || want loader; then
     >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR|decoded without error" "$OUT/pytest.log" | tail -30 | tee -a "$OUT/tests.log"
 fi
+if want quicktest; then  # the GPU suites only (no memcheck, no CPU conformance)
+  echo "== GPU tests (quick)" | tee -a "$OUT/tests.log"
+  .gpu/bin/zarrflow_gpu_tests --gtest_brief=1 2>&1 | tail -2 | tee -a "$OUT/tests.log"
+  timeout 300 python3 -m pytest -q -p no:cacheprovider --tb=short tests/test_gpu.py tests/test_loader_gpu.py \
+    tests/test_remote_gpu.py tests/test_dlpack.py >"$OUT/pytest.log" 2>&1
+  grep -E "passed|failed|^FAILED|^ERROR" "$OUT/pytest.log" | tail -12 | tee -a "$OUT/tests.log"
+fi
 if want loader; then
   echo "== loader benchmark"
   python3 benchmarks/bench_loader.py --data /tmp/zarrflow_bench --out "$OUT" \
