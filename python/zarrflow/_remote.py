@@ -10,6 +10,7 @@ who can `aws s3 ls` a bucket can open it with zarrflow unchanged:
   unsigned (public buckets); a 403 then says so. Region: ``region=``, ``AWS_REGION``,
   ``AWS_DEFAULT_REGION``, the profile's ``region``, else us-east-1. Endpoint: ``endpoint_url=``,
   ``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``, the profile's ``endpoint_url``, else AWS.
+  TLS roots: ``ca_bundle=`` or ``AWS_CA_BUNDLE``.
 * GCS (XML API): ``token=`` or ``GCS_OAUTH_TOKEN`` (a bearer token), or HMAC keys (``key``/``secret``
   or ``GCS_HMAC_KEY_ID``/``GCS_HMAC_SECRET``, signed like S3), else anonymous.
 * HTTP(S): range GETs below the URL; nothing to list, so groups need consolidated metadata.
@@ -130,6 +131,8 @@ def _s3_config(bucket: str, prefix: str, options: dict[str, Any]) -> dict[str, A
     else:
         virtual = style == "virtual"  # custom endpoints (MinIO, moto, Ceph) expect path style
     cfg.update(endpoint=endpoint.rstrip("/"), region=region, virtual_host=virtual)
+    if os.environ.get("AWS_CA_BUNDLE") and "ca_bundle" not in options:
+        cfg["ca_bundle"] = os.environ["AWS_CA_BUNDLE"]
     return cfg
 
 
