@@ -189,7 +189,9 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
                 else:
                     yield (b["x"].pin_memory().to(device, non_blocking=True),
                            b["y"].pin_memory().to(device, non_blocking=True))
-        return (lambda e: wrap(train, e)), (lambda: wrap(val, 0)), len(train)
+        train_factory = lambda e: wrap(train, e)  # noqa: E731
+        train_factory.loader = train  # run() reports its stage counters
+        return train_factory, (lambda: wrap(val, 0)), len(train)
 
     backend = kind.removeprefix("baseline-")
     mean, std = np.asarray(stats["mean"]), np.asarray(stats["std"])
@@ -300,7 +302,15 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
                   f"{rec['samples_per_s']:.1f} samples/s, {rec['MBps']:.0f} MB/s, waiting for data "
                   f"{100 * rec['data_wait_fraction']:.1f}%, val loss {vl:.4f}", flush=True)
     timed = epochs[1:] or epochs
+    loader = getattr(train_iter, "loader", None)
+    if loader is not None and rank == 0:  # where the loader's time went (GPU stage times, waits)
+        st = loader.stats()
+        print(f"  [{kind}] loader: {st['batches']} batches, read {st['read_s']:.2f} s "
+              f"(GPU: H2D {st['h2d_ms'] / 1e3:.2f} s, decode {st['decode_ms'] / 1e3:.2f} s, "
+              f"scatter {st['scatter_ms'] / 1e3:.2f} s), consumer waited {st['wait_s']:.2f} s, "
+              f"mean queue depth {st['mean_queue_depth']:.2f}", flush=True)
     return {"run": kind, "train": train_model, "epochs": epochs,
+            "loader_stats": loader.stats() if loader is not None else None,
             "samples_per_s": sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed),
             "MBps": sum(e["samples"] for e in timed) * sample_bytes / sum(e["seconds"] for e in timed) / 1e6,
             "data_wait_fraction": float(np.mean([e["data_wait_fraction"] for e in timed]))}

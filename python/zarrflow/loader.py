@@ -229,6 +229,9 @@ class Stats:
     gpu_decoded: int = 0
     cpu_decoded: int = 0
     nans: int = 0
+    h2d_ms: float = 0.0           # GPU reads: copy-up of staged bytes (GPU time, summed)
+    decode_ms: float = 0.0        # GPU reads: decode kernels (GPU time, summed)
+    scatter_ms: float = 0.0       # GPU reads: scatter into the batch (GPU time, summed)
     read_s: float = 0.0           # time the producer spent reading + assembling
     wait_s: float = 0.0           # time the consumer waited for a batch
     queue_depth: list = field(default_factory=list)
@@ -541,7 +544,7 @@ class Loader:
         st.batch_bytes += int(np.prod(shape)) * 4
         st.nans += int(nans)
         for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
-                    "cache_hits", "host_cache_hits"):
+                    "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms", "scatter_ms"):
             if report and key in report:
                 setattr(st, key, getattr(st, key) + report[key])
         where = [self._sample(int(i)) for i in samples]
