@@ -175,7 +175,8 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
         on_gpu = kind == "zarrflow-gpu"
         common = dict(dtype=dtype, normalize=stats,
                       device=f"cuda:{device.index}" if on_gpu else "cpu", output="torch",
-                      prefetch=args.prefetch, rank=rank, world_size=world)
+                      prefetch=args.prefetch, rank=rank, world_size=world,
+                      gpu_decode=args.gpu_decode)
         train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
                                 time_range=(tr.start, tr.stop), batch_size=args.batch_size, **common)
         val = zarrflow.Loader(args.store, args.channels, shuffle=False,
@@ -331,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--workers", type=int, default=8, help="baseline DataLoader workers")
     ap.add_argument("--prefetch", type=int, default=2, help="zarrflow batches ready ahead")
+    ap.add_argument("--gpu-decode", default="auto", choices=["auto", "on", "off"],
+                    help="zarrflow-gpu: decode on the GPU (auto/on) or on the CPU threads, "
+                         "copied up (off) — the GPU then only normalises and casts")
     ap.add_argument("--val-fraction", type=float, default=0.1)
     ap.add_argument("--synthetic-steps", type=int, default=0,
                     help="steps per synthetic epoch (default: the real train epoch's)")
