@@ -188,11 +188,15 @@ void* HttpClient::take_handle() const {
     if (!handles_.empty()) {
       void* h = handles_.back();
       handles_.pop_back();
-      curl_easy_reset(static_cast<CURL*>(h));  // keeps the live connection
-      return h;
+      return h;  // perform() resets its options before each attempt (the connection stays)
     }
   }
   return curl_easy_init();
+}
+
+std::string range_header_value(const ByteRange& r) {
+  if (r.suffix) return "bytes=-" + std::to_string(r.length);
+  return "bytes=" + std::to_string(r.offset) + "-" + std::to_string(r.offset + r.length - 1);
 }
 
 void HttpClient::give_handle(void* h) const {
@@ -231,12 +235,7 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
     ~Return() { self->give_handle(h); }
   } give_back{this, curl};
 
-  std::string range;
-  if (req.range) {
-    range = req.range->suffix ? "-" + std::to_string(req.range->length)
-                              : std::to_string(req.range->offset) + "-" +
-                                    std::to_string(req.range->offset + req.range->length - 1);
-  }
+  const std::string range = req.range ? "Range: " + range_header_value(*req.range) : "";
   const RetryPolicy& policy = options_.retry;
   std::string last_error;
   for (int attempt = 1;; ++attempt) {
@@ -250,6 +249,7 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
       a.range_length = req.range->length;
     }
     std::unique_ptr<curl_slist, SlistDeleter> headers;
+    if (!range.empty()) headers.reset(curl_slist_append(nullptr, range.c_str()));
     if (req.headers) {
       for (const std::string& h : req.headers())
         headers.reset(curl_slist_append(headers.release(), h.c_str()));
@@ -271,7 +271,6 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
     if (!options_.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_bundle.c_str());
     if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
-    if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
     if (req.method == "HEAD") curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &a);

@@ -41,10 +41,14 @@ struct HttpOptions {
   std::string ca_bundle;            // PEM file; empty = curl's default
 };
 
+// The Range header's value for `r`: "bytes=0-99", or "bytes=-100" for the last 100 bytes. The
+// client sends it and SigV4 signs it, from this one spelling.
+std::string range_header_value(const ByteRange& r);
+
 struct HttpRequest {
   std::string method = "GET";                // GET or HEAD
   std::string url;
-  std::optional<ByteRange> range;            // sent as a Range header
+  std::optional<ByteRange> range;            // sent as a Range header (range_header_value)
   // Called before every attempt for the request headers (signatures carry the time).
   std::function<std::vector<std::string>()> headers;
 };

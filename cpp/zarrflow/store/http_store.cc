@@ -40,11 +40,12 @@ std::string http_reason(long status) {
   }
 }
 
-Status status_error(const std::string& what, const HttpResponse& r, bool anonymous) {
+// `unsigned_object_store`: an S3/GCS request sent without credentials (a 403 then says so).
+Status status_error(const std::string& what, const HttpResponse& r, bool unsigned_object_store) {
   std::string msg = what + ": HTTP " + std::to_string(r.status);
   if (auto reason = http_reason(r.status); !reason.empty()) msg += " " + reason;
   if (auto s3 = s3_error_summary(r.error_body); !s3.empty()) msg += " (" + s3 + ")";
-  if ((r.status == 403 || r.status == 401) && anonymous)
+  if ((r.status == 403 || r.status == 401) && unsigned_object_store)
     msg += "; the request was unsigned (no credentials found: pass key/secret, set "
            "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE)";
   else if (r.status == 403 || r.status == 401)
@@ -134,11 +135,8 @@ HttpStore::Target HttpStore::target(std::string_view object_key,
   Target t;
   t.host = host_header_;
   t.path = base_path_ + "/" + uri_encode(object_key, false);
-  if (config_.kind == RemoteConfig::Kind::kHttp) {
-    t.path = base_path_ + "/" + uri_encode(object_key, false);
-  } else if (object_key.empty()) {
+  if (config_.kind != RemoteConfig::Kind::kHttp && object_key.empty())  // the bucket (listing)
     t.path = base_path_.empty() ? "/" : base_path_;
-  }
   t.url = scheme_host_ + t.path;
   if (!query.empty()) t.url += "?" + canonical_query(query);
   t.query = std::move(query);
@@ -165,11 +163,7 @@ HttpRequest HttpStore::request(const Target& t, std::string method,
       s.query = t.query;
       s.region = config_.kind == RemoteConfig::Kind::kGcs && config_.region.empty() ? "auto"
                                                                                       : config_.region;
-      if (range) {
-        s.range = range->suffix ? "bytes=-" + std::to_string(range->length)
-                                : "bytes=" + std::to_string(range->offset) + "-" +
-                                      std::to_string(range->offset + range->length - 1);
-      }
+      if (range) s.range = range_header_value(*range);
       s.when = std::time(nullptr);
       return sigv4_headers(s, config_.credentials);
     };
@@ -187,10 +181,12 @@ Result<std::optional<HttpResponse>> HttpStore::fetch(std::string_view key, std::
                                                               std::move(method), range),
                                                       sink, what));
   // A missing key is an answer; a missing bucket is a configuration error, not a fill value.
-  if (r.status == 404 && s3_error_summary(r.error_body).starts_with("NoSuchBucket"))
-    return io_error(what + ": HTTP 404 (" + s3_error_summary(r.error_body) + ")");
-  if (r.status == 404) return std::optional<HttpResponse>();
-  if (r.status < 200 || r.status >= 300) return status_error(what, r, anonymous() && config_.kind != RemoteConfig::Kind::kHttp);
+  if (r.status == 404) {
+    const std::string s3 = s3_error_summary(r.error_body);
+    if (s3.starts_with("NoSuchBucket")) return io_error(what + ": HTTP 404 (" + s3 + ")");
+    return std::optional<HttpResponse>();
+  }
+  if (r.status < 200 || r.status >= 300) return status_error(what, r, unsigned_object_store());
   return std::optional(std::move(r));
 }
 
@@ -278,6 +274,10 @@ Result<std::optional<std::vector<Buffer>>> HttpStore::get_ranges(
       }
     }
     const std::uint64_t got = r ? r->body_bytes : 0;
+    if (m.parts.size() == 1 && got == m.length) {  // one range, not merged: hand the body over
+      out[absolute_index[m.parts[0]]] = std::move(sink.grow);
+      return {};
+    }
     for (std::size_t p : m.parts) {
       const ByteRange& want = absolute[p];
       const std::uint64_t at = want.offset - m.offset;
@@ -333,7 +333,7 @@ Result<S3ListPage> HttpStore::list_objects(const std::string& prefix, bool delim
     BodySink sink;
     const std::string what = "listing " + config_.display + " (prefix '" + prefix + "')";
     ZF_ASSIGN_OR_RETURN(HttpResponse r, client_.perform(request(t, "GET"), sink, what));
-    if (r.status < 200 || r.status >= 300) return status_error(what, r, anonymous() && config_.kind != RemoteConfig::Kind::kHttp);
+    if (r.status < 200 || r.status >= 300) return status_error(what, r, unsigned_object_store());
     const std::string_view xml(reinterpret_cast<const char*>(sink.grow.data()), sink.grow.size());
     auto page = parse_s3_list(xml);
     if (!page.ok()) return std::move(page).take_status().annotate(what);

@@ -69,9 +69,10 @@ class HttpStore final : public Store {
   [[nodiscard]] CoalesceOptions coalescing() const override { return config_.coalesce; }
 
   [[nodiscard]] const RemoteConfig& config() const { return config_; }
-  // No credentials at all: requests go unsigned (public buckets, plain HTTP).
-  [[nodiscard]] bool anonymous() const {
-    return config_.credentials.anonymous() && config_.bearer_token.empty();
+  // An S3/GCS store without credentials: requests go unsigned (public buckets).
+  [[nodiscard]] bool unsigned_object_store() const {
+    return config_.kind != RemoteConfig::Kind::kHttp && config_.credentials.anonymous() &&
+           config_.bearer_token.empty();
   }
   [[nodiscard]] const HttpClient& client() const { return client_; }
 
