@@ -58,16 +58,19 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def make_fields(n: int) -> np.ndarray:
-    """N ERA5-like fields cycling through a few variables (each drifting in time)."""
-    makers = [FieldMaker(v, NLAT, NLON, seed=i) for i, v in enumerate(
-        ("2m_temperature", "u_component_of_wind", "v_component_of_wind", "geopotential",
-         "temperature", "specific_humidity"))]
-    out = np.empty((n, NLAT, NLON), dtype=np.float32)
-    bar = Progress(n, "generating")
+VARIABLES = ("2m_temperature", "u_component_of_wind", "v_component_of_wind", "geopotential",
+             "temperature", "specific_humidity")
+
+
+def make_fields(n: int, nlat: int = NLAT, nlon: int = NLON) -> np.ndarray:
+    """N ERA5-like fields (smooth structure + weather + noise, 16-bit GRIB packing) cycling
+    through a few variables, each drifting in time."""
+    makers = [FieldMaker(v, nlat, nlon, seed=i) for i, v in enumerate(VARIABLES)]
+    out = np.empty((n, nlat, nlon), dtype=np.float32)
+    bar = Progress(n, "generating fields")
     for i in range(n):
         out[i] = makers[i % len(makers)].at(i // len(makers))
-        bar.update(1, FIELD_BYTES)
+        bar.update(1, out[i].nbytes)
     bar.close()
     return out
 

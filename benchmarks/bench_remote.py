@@ -75,17 +75,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))          # tests.servers
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import zarrflow  # noqa: E402
 from zarrflow._progress import Progress  # noqa: E402
-from zarrflow.synthetic import FieldMaker  # noqa: E402
+from bench_read import make_fields  # noqa: E402  (the same ERA5-like fields as bench_read)
 
 BUCKET = "zarrflow-bench"
 SHARD_T = 8
 ZSTD = {"name": "zstd", "configuration": {"level": 3, "checksum": False}}
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
-VARIABLES = ("2m_temperature", "u_component_of_wind", "v_component_of_wind", "geopotential",
-             "temperature", "specific_humidity")
 SWEEP = (1, 4, 16, 64, 128)
 CONCURRENCY = 64                     # every reader's requests-in-flight limit
 MOTO_BUFFER = 1 << 30                # objects stay in moto's memory (its default spills > 5 MB)
@@ -100,19 +99,6 @@ class BenchError(RuntimeError):
 
 
 # --- data ---------------------------------------------------------------------------------------
-def make_fields(n: int, nlat: int, nlon: int) -> np.ndarray:
-    """n ERA5-like fields (smooth structure + weather + noise, 16-bit GRIB packing) cycling through
-    a few variables, each drifting in time."""
-    makers = [FieldMaker(v, nlat, nlon, seed=i) for i, v in enumerate(VARIABLES)]
-    out = np.empty((n, nlat, nlon), dtype=np.float32)
-    bar = Progress(n, "generating fields")
-    for i in range(n):
-        out[i] = makers[i % len(makers)].at(i // len(makers))
-        bar.update(1, out[i].nbytes)
-    bar.close()
-    return out
-
-
 def inner_shape(nlat: int, nlon: int) -> tuple[int, int, int]:
     return (1, -(-nlat // 2), -(-nlon // 2))
 
