@@ -81,15 +81,17 @@ def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71) ->
         t[ti].write(block).result()
 
 
-def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epochs: int = 2,
-                 cache_gb: float = 0.0, host_cache_gb: float = 0.0) -> dict:
+def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epochs: int = 4,
+                 cache_gb: float = 0.0, host_cache_gb: float = 0.0, workers: int = 2) -> dict:
     import torch
 
     ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
                          normalize=normalize, shuffle="block", seed=0, prefetch=2,
-                         cache_gb=cache_gb, host_cache_gb=host_cache_gb)
+                         workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb)
+    ld.set_epoch(0)
     for _ in ld:  # warm-up epoch (page cache, pools)
         pass
+    st0 = ld.stats()
     per_sample = 2 * len(variables) * int(np.prod(ld.spatial_shape)) * (2 if dtype != "float32" else 4)
     t0, n, waited = time.perf_counter(), 0, 0.0
     for e in range(epochs):
@@ -110,7 +112,8 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
     wall = time.perf_counter() - t0
     st = ld.stats()
     return {"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
-            "wait_fraction": waited / wall, "wall_s": wall, "samples": n,
+            "wait_fraction": waited / wall, "wall_s": wall, "samples": n, "workers": workers,
+            "stored_GB": (st["stored_bytes"] - st0["stored_bytes"]) / 1e9,
             "deduplicated": st["deduplicated"], "cpu_decoded": st["cpu_decoded"],
             "cache_hits": st["cache_hits"], "host_cache_hits": st["host_cache_hits"],
             "chunks": st["chunks"]}
@@ -182,8 +185,12 @@ def main() -> int:
     ap.add_argument("--data", default="bench_data")
     ap.add_argument("--out", default="bench_results")
     ap.add_argument("--ntime-wb2", type=int, default=128)
-    ap.add_argument("--ntime-stack", type=int, default=40)
+    ap.add_argument("--ntime-stack", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=4, help="timed epochs per run")
     ap.add_argument("--only-cache", action="store_true", help="only the cached runs")
+    ap.add_argument("--full", action="store_true",
+                    help="every grid x dtype x step combination (default: the ones the targets "
+                         "name, plus one worker vs two)")
     args = ap.parse_args()
     import torch
 
@@ -208,23 +215,32 @@ def main() -> int:
     crops = {"721x1440": None, "640x1280": {"latitude": (0, 640), "longitude": (0, 1280)}}
     configs = [(wb2, wb2_vars, stats_wb2, "wb2 v2 blosc-lz4, 6 ch"),
                (stack, stack_vars, stats_stack, "stacked v3 zstd, 71 ch")]
-    for store, variables, stats, label in ([] if args.only_cache else configs):
-        for grid, crop in crops.items():
+    plan = []  # (config, grid, dtype, step, workers)
+    for cfg in ([] if args.only_cache else configs):
+        for grid in crops:
             for dtype in ("float32", "bfloat16"):
-                for step in (0.0, 0.05):
-                    print(f"run: {label} {grid} {dtype} step={step}", flush=True)
-                    r = run_zarrflow(store, variables, crop=crop, dtype=dtype,
-                                     normalize=stats if dtype != "float32" else None, step_s=step)
-                    r.update(store=label, grid=grid, dtype=dtype, step_s=step, loader="zarrflow-gpu")
-                    results["runs"].append(r)
-                    print(json.dumps(r), flush=True)
+                for step in ((0.0, 0.05) if args.full else (0.0,)):
+                    plan.append((cfg, grid, dtype, step, 2))
+        plan.append((cfg, "721x1440", "float32", 0.0, 1))   # one worker: what overlap gives
+        if not args.full:
+            plan.append((cfg, "721x1440", "bfloat16", 0.05, 2))  # with a training step
+    for (store, variables, stats, label), grid, dtype, step, workers in plan:
+        print(f"run: {label} {grid} {dtype} step={step} workers={workers}", flush=True)
+        r = run_zarrflow(store, variables, crop=crops[grid], dtype=dtype,
+                         normalize=stats if dtype != "float32" else None, step_s=step,
+                         workers=workers, epochs=args.epochs)
+        r.update(store=label, grid=grid, dtype=dtype, step_s=step,
+                 loader=f"zarrflow-gpu ({workers} worker{'s' if workers > 1 else ''})")
+        results["runs"].append(r)
+        print(json.dumps(r), flush=True)
     # The GPU cache of compressed chunks: the warm-up epoch fills it, the timed epochs read from it.
     for store, variables, label in ((wb2, wb2_vars, "wb2 v2 blosc-lz4, 6 ch"),
                                     (stack, stack_vars, "stacked v3 zstd, 71 ch")):
-        for tier, kw in (("GPU", {"cache_gb": 30.0}), ("pinned host", {"host_cache_gb": 30.0})):
+        tiers = (("GPU", {"cache_gb": 30.0}), ("pinned host", {"host_cache_gb": 30.0}))
+        for tier, kw in (tiers if args.full or args.only_cache else tiers[:1]):
             print(f"run: {label} {tier} cache", flush=True)
             r = run_zarrflow(store, variables, crop=None, dtype="float32", normalize=None,
-                             step_s=0.0, **kw)
+                             step_s=0.0, epochs=args.epochs, **kw)
             r.update(store=label, grid="721x1440", dtype="float32", step_s=0.0,
                      loader=f"zarrflow-gpu + 30 GB {tier} chunk cache")
             results["runs"].append(r)
@@ -245,11 +261,13 @@ def main() -> int:
     (out / "bench_loader.json").write_text(json.dumps(results, indent=2))
     lines = [f"{results['gpu']}, {results['cpus']} CPUs, {results['date']}; batch 16, t→t+1", "",
              "| loader | store | grid | dtype | training step | samples/s | GB/s of batches | "
-             "time waiting for data |",
-             "|---|---|---|---|---:|---:|---:|---:|"]
+             "stored GB/s read | time waiting for data |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for r in results["runs"]:
+        stored = f"{r['stored_GB'] / r['wall_s']:.2f}" if "stored_GB" in r else "—"
         lines.append(f"| {r['loader']} | {r['store']} | {r['grid']} | {r['dtype']} | "
                      f"{r['step_s'] * 1000:.0f} ms | {r['samples_per_s']:.1f} | {r['batch_GBps']:.2f} | "
+                     f"{stored} | "
                      + (f"{100 * r['wait_fraction']:.0f}% |" if r["step_s"] else "— (loader only) |"))
     (out / "bench_loader.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -5,6 +5,7 @@ against this one in test_loader_gpu.py."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -304,20 +305,113 @@ def test_next_epoch_read_ahead_changes_nothing(store, order):
             np.testing.assert_array_equal(xa, xb)
 
 
+def _wait_ready(prefetch, n, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while prefetch.ready() < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return prefetch.ready()
+
+
 def test_next_epoch_read_ahead_is_used_and_counted_once(store):
     ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", seed=1)
     n = len(list(ld))
-    assert ld._primed is not None and ld._primed.epoch == 0  # no set_epoch yet: same epoch
-    ld._primed.worker.join()
-    assert len(ld._primed.items) == 2 and ld.stats()["batches"] == n
+    assert ld._primed is not None and ld._primed[0] == 0  # no set_epoch yet: same epoch
+    depth = ld.prefetch + ld.workers - 1
+    assert _wait_ready(ld._primed[1], depth) == depth  # read ahead, stopped at the depth
+    assert ld.stats()["batches"] == n  # ... and not counted until used
     ld.set_epoch(1)  # a different epoch than guessed: dropped, read normally
     assert len(list(ld)) == n and ld.stats()["batches"] == 2 * n
-    assert ld._primed.epoch == 2  # set_epoch was used: the next epoch is guessed
+    assert ld._primed[0] == 2  # set_epoch was used: the next epoch is guessed
     ld.set_epoch(2)
     it = iter(ld)
     next(it)
-    assert ld.stats()["batches"] >= 2 * n + 2  # the two primed batches joined the counters
+    assert ld.stats()["batches"] == 2 * n + 1  # batches count when taken
     state = ld.state_dict()
     rest = [b["time"].copy() for b in it]
     ld.load_state_dict(state)  # resume mid-epoch: no read-ahead involved
     assert [list(b["time"]) for b in ld] == [list(t) for t in rest]
+
+
+def test_read_ahead_guesses_next_epoch_after_set_epoch_and_reuses_unshuffled(store):
+    ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", seed=1)
+    ld.set_epoch(0)  # as a training loop does before every pass
+    list(ld)
+    assert ld._primed[0] == 1
+    primed = ld._primed[1]
+    ld.set_epoch(1)
+    next(iter(ld))
+    assert primed.taken == 1  # the read-ahead batches were the ones used
+    fixed = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy",
+                            shuffle=False)
+    fixed.set_epoch(0)
+    list(fixed)
+    primed = fixed._primed[1]  # guessed epoch 1: without shuffling the same batches
+    fixed.set_epoch(0)
+    next(iter(fixed))
+    assert primed.taken == 1
+
+
+@pytest.mark.parametrize("workers,prefetch", [(1, 1), (2, 2), (4, 3)])
+def test_workers_give_the_same_batches_in_order(store, workers, prefetch):
+    kw = dict(batch_size=3, device="cpu", output="numpy", shuffle="block", seed=3, block=4)
+    ref = zarrflow.Loader(store, VARS, workers=1, prefetch=1, **kw)
+    ld = zarrflow.Loader(store, VARS, workers=workers, prefetch=prefetch, **kw)
+    for e in range(2):
+        ref.set_epoch(e)
+        ld.set_epoch(e)
+        a, b = list(ref), list(ld)
+        assert [list(x["time"]) for x in a] == [list(x["time"]) for x in b]
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x["x"], y["x"])
+            np.testing.assert_array_equal(x["y"], y["y"])
+    assert ld.stats()["batches"] == ref.stats()["batches"] == 2 * len(ld)
+
+
+def test_bad_workers(store):
+    with pytest.raises(LoaderError, match="workers"):
+        zarrflow.Loader(store, VARS, device="cpu", workers=0)
+
+
+def test_error_in_a_batch_reaches_the_consumer_in_order(store, tmp_path):
+    import shutil
+
+    bad = tmp_path / "bad.zarr"
+    shutil.copytree(store, bad)
+    ld = zarrflow.Loader(str(bad), VARS, batch_size=2, device="cpu", output="numpy",
+                         shuffle=False, workers=3, prefetch=3)
+    order = ld.batches()
+    # x of its second sample and y of its first: a time step only the third batch reads
+    victim = int(ld.times[order[2][0]]) + 1
+    assert ld.spec.channels[0].name == "t2m"  # chunks (1, lat, lon): key c/<t>/0/0
+    (bad / "t2m" / "c" / str(victim) / "0" / "0").write_bytes(b"not a chunk")
+    got = []
+    with pytest.raises(zarrflow.ZarrflowError, match="chunk"):
+        for b in ld:
+            got.append(list(b["time"]))
+    assert got == [list(ld.times[i]) for i in order[:2]]  # the batches before it, in order
+
+
+def test_a_dropped_loader_is_collected_and_its_read_ahead_stops(store):
+    import gc
+    import weakref
+
+    ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy")
+    list(ld)  # the next epoch is now being read ahead
+    prefetch = ld._primed[1]
+    _wait_ready(prefetch, ld.prefetch + ld.workers - 1)  # the workers are idle, waiting
+    ref = weakref.ref(ld)
+    del ld
+    gc.collect()
+    assert ref() is None
+    deadline = time.monotonic() + 30
+    while any(t.is_alive() for t in prefetch._threads) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.is_alive() for t in prefetch._threads)
+
+
+def test_close_stops_read_ahead_and_the_loader_still_works(store):
+    ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy")
+    first = [b["time"].copy() for b in ld]
+    ld.close()
+    assert ld._primed is None
+    assert [list(t) for t in first] == [list(b["time"]) for b in ld]

@@ -169,3 +169,61 @@ def test_cpu_loader_gives_torch_tensors(store, dtype):
     assert np.array_equal(a["x"].float().numpy(), b["x"].astype(np.float32))
     g = next(iter(zarrflow.Loader(store, VARS, device="cuda", output="torch", **kw)))
     assert torch.equal(g["x"].cpu(), a["x"])  # the GPU path equals the CPU path, bit for bit
+
+
+def _bits(t):
+    return t.view(torch.int16 if t.element_size() == 2 else torch.int32)
+
+
+@pytest.mark.parametrize("kw", [dict(shuffle="block", seed=2, dtype="bfloat16"),
+                                dict(shuffle=False, gpu_decode="off")])
+def test_gpu_workers_give_the_same_batches(store, kw):
+    """Two or three workers, each on its own CUDA stream, produce exactly one worker's batches."""
+    stats = zarrflow.compute_stats(store, VARS)
+    one = zarrflow.Loader(store, VARS, device="cuda", batch_size=3, workers=1, prefetch=1,
+                          normalize=stats, **kw)
+    for workers in (2, 3):
+        many = zarrflow.Loader(store, VARS, device="cuda", batch_size=3, workers=workers,
+                               prefetch=2, normalize=stats, **kw)
+        for e in range(2):
+            one.set_epoch(e)
+            many.set_epoch(e)
+            for a, b in zip(one, many, strict=True):
+                assert np.array_equal(a["time"], b["time"])
+                for k in ("x", "y"):  # bit for bit (the missing chunk's NaNs included)
+                    assert torch.equal(_bits(a[k]), _bits(b[k])), k
+
+
+def test_batch_memory_is_not_reused_before_the_consumer_stream_is_done(store):
+    """A batch dropped while kernels reading it are still queued on the consumer's stream goes
+    back to the pool only after them: later reads cannot overwrite it under those kernels."""
+    from zarrflow import _core
+
+    shape = [8, 1 << 20]  # 32 MB float32
+    t = _core.empty_tensor(shape, "float32", "cuda", 0)
+    x = torch.from_dlpack(t)
+    x.fill_(1.5)
+    ptr = x.data_ptr()
+    torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time queued ahead on the current stream
+    y = x * 2  # reads x after the sleep
+    del x, t
+    assert _core.pool_stats()["device_pending_releases"] >= 1
+    others = [_core.empty_tensor(shape, "float32", "cuda", 0) for _ in range(3)]
+    assert all(o.data_ptr != ptr for o in others)  # not handed out while y's kernel is queued
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # runs beside the sleep: would corrupt x if it were x's memory
+        for o in others:
+            torch.from_dlpack(o).fill_(-7.0)
+    torch.cuda.synchronize()
+    assert torch.all(y == 3.0)
+    del others
+    assert _core.pool_stats()["device_pending_releases"] == 0  # released once the streams passed
+
+
+def test_loader_reserves_pool_memory_for_its_batches(store):
+    from zarrflow import _core
+
+    ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, dtype="bfloat16",
+                         normalize=zarrflow.compute_stats(store, VARS))
+    batch = 4 * 2 * len(VARS) * NLAT * NLON * 4
+    assert _core.pool_stats()["device_budget"] >= batch * (ld.prefetch + ld.workers)

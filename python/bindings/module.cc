@@ -226,6 +226,46 @@ cudaStream_t as_stream(std::uintptr_t s) {
   return reinterpret_cast<cudaStream_t>(s);
 }
 
+// Device tensors go back to the pool only after the streams that consumed them have passed the
+// point of release (see tensor.h).
+void release_via_pool(py::TensorState& st, int device) {
+  st.release_after = [device](std::shared_ptr<void> owner,
+                              const std::vector<std::uintptr_t>& consumers) {
+    int before = -1;
+    const bool switched = cudaGetDevice(&before) == cudaSuccess && before != device &&
+                          cudaSetDevice(device) == cudaSuccess;
+    std::vector<cudaStream_t> streams;
+    // The per-thread default stream of the releasing thread is not the consumer's: the legacy
+    // stream waits for every blocking stream, that one included.
+    for (auto c : consumers) streams.push_back(c == 2 ? cudaStreamLegacy : as_stream(c));
+    device_reader().device_pool().release_after(std::move(owner), streams);
+    if (switched) cudaSetDevice(before);
+  };
+}
+
+// A CUDA stream of zarrflow's own (non-blocking), for callers that run several reads at once
+// (the loader's workers); destroyed with the object, after its queued work.
+struct StreamHandle {
+  cudaStream_t stream = nullptr;
+  int device = 0;
+  explicit StreamHandle(int dev) : device(dev) {
+    Status s = gpu::device_available();
+    if (s.ok()) {
+      if (cudaError_t e = cudaSetDevice(dev); e != cudaSuccess) s = gpu::cuda_status(e, "cudaSetDevice");
+    }
+    if (s.ok()) {
+      if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess)
+        s = gpu::cuda_status(e, "cudaStreamCreateWithFlags");
+    }
+    throw_if_error(std::move(s));
+  }
+  StreamHandle(const StreamHandle&) = delete;
+  StreamHandle& operator=(const StreamHandle&) = delete;
+  ~StreamHandle() {
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+};
+
 nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
                              std::optional<std::uintptr_t> stream, const std::string& decode,
                              const std::string& io, Executor* exec) {
@@ -266,6 +306,7 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
   }
   throw_if_error(std::move(s));
   auto st = tensor_state(arr, sel.count, buf->data(), buf, /*device_type=*/2, device);
+  release_via_pool(*st, device);
   st->wait_on = [ready](std::uintptr_t consumer) {
     cudaStreamWaitEvent(as_stream(consumer), ready->get(), 0);
   };
@@ -304,6 +345,7 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
   st->owner = buf;
   st->device_type = 2;
   st->device_id = device_id;
+  release_via_pool(*st, device_id);
   return py::Tensor{st};
 #else
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
@@ -517,6 +559,30 @@ NB_MODULE(_core, m) {
         d["budget"] = s.budget;
         return d;
       });
+  nb::class_<StreamHandle>(m, "Stream", "A non-blocking CUDA stream of zarrflow's own.")
+      .def(nb::init<int>(), "device"_a = 0)
+      .def_prop_ro("handle",
+                   [](const StreamHandle& s) { return reinterpret_cast<std::uintptr_t>(s.stream); })
+      .def_ro("device", &StreamHandle::device);
+  m.def(
+      "pool_reserve",
+      [](std::uint64_t device_bytes, std::uint64_t pinned_bytes) {
+        device_reader().device_pool().raise_budget(device_bytes);
+        device_reader().pinned_pool().raise_budget(pinned_bytes);
+      },
+      "device_bytes"_a, "pinned_bytes"_a,
+      "Let the GPU memory pools keep at least this much freed memory for reuse (never lowers).");
+  m.def("pool_stats", []() {
+    nb::dict d;
+    auto& dev = device_reader().device_pool();
+    auto& pin = device_reader().pinned_pool();
+    d["device_cached"] = dev.cached_bytes();
+    d["device_budget"] = dev.budget();
+    d["device_pending_releases"] = dev.pending_releases();
+    d["pinned_cached"] = pin.cached_bytes();
+    d["pinned_budget"] = pin.budget();
+    return d;
+  });
 #endif
   m.def(
       "normalize_cast",

@@ -5,6 +5,8 @@
 
 #include <Python.h>
 
+#include <algorithm>
+
 namespace nb = nanobind;
 using namespace nb::literals;
 
@@ -127,10 +129,19 @@ void bind_tensor(nb::module_& m) {
              nb::object copy) {
             if (!copy.is_none() && nb::cast<bool>(copy))
               throw nb::value_error("zarrflow.Tensor exports without copying (copy=True asked)");
-            if (t.state->wait_on) {
+            if (t.state->device_type == 2) {
               // Array API: None = the legacy default stream (1); -1 = do not synchronise.
               std::intptr_t s = stream.is_none() ? 1 : nb::cast<std::intptr_t>(stream);
-              if (s != -1) t.state->wait_on(static_cast<std::uintptr_t>(s));
+              if (s != -1) {
+                if (t.state->wait_on) t.state->wait_on(static_cast<std::uintptr_t>(s));
+                auto& c = t.state->consumers;
+                if (std::find(c.begin(), c.end(), std::uintptr_t(s)) == c.end())
+                  c.push_back(static_cast<std::uintptr_t>(s));
+              } else if (t.state->release_after) {
+                // The consumer synchronises on its own: release after everything on the device.
+                auto& c = t.state->consumers;
+                if (std::find(c.begin(), c.end(), std::uintptr_t(1)) == c.end()) c.push_back(1);
+              }
             }
             return to_dlpack(t.state);
           },

@@ -4,7 +4,10 @@
 // Ownership: the tensor shares its memory with every DLPack capsule it exported; the memory goes
 // back to zarrflow's pool only when the tensor object and every consumer have released it.
 // Streams: a GPU tensor carries the CUDA event recorded after its read; `__dlpack__(stream=s)`
-// makes the consumer's stream `s` wait on that event (no host synchronisation).
+// makes the consumer's stream `s` wait on that event (no host synchronisation), and remembers
+// `s`: when the last owner lets go, the memory returns to the pool only after the work queued on
+// those streams up to that moment has run (`release_after`), so a consumer that drops a batch
+// while its kernels are still queued never sees the memory rewritten under them.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -29,6 +32,18 @@ struct TensorState {
   // Makes `stream` (a cudaStream_t as an integer; 1/2 = legacy / per-thread default) wait until
   // the data is ready. Empty for host tensors.
   std::function<void(std::uintptr_t stream)> wait_on;
+  // GPU tensors: the streams consumers named in __dlpack__, and how to hand `owner` back once
+  // they have passed the release point (set by whoever allocated the memory).
+  std::vector<std::uintptr_t> consumers;
+  std::function<void(std::shared_ptr<void> owner, const std::vector<std::uintptr_t>& streams)>
+      release_after;
+
+  TensorState() = default;
+  TensorState(const TensorState&) = delete;
+  TensorState& operator=(const TensorState&) = delete;
+  ~TensorState() {
+    if (owner && release_after && !consumers.empty()) release_after(std::move(owner), consumers);
+  }
 };
 
 struct Tensor {

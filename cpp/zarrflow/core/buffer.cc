@@ -1,5 +1,6 @@
 #include "zarrflow/core/buffer.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -92,6 +93,16 @@ std::vector<std::pair<std::byte*, std::size_t>> AllocationCache::drain() {
   std::lock_guard lock(mu_);
   cached_ = 0;
   return std::exchange(free_, {});
+}
+
+void AllocationCache::raise_budget(std::size_t bytes) {
+  std::lock_guard lock(mu_);
+  max_cached_ = std::max(max_cached_, bytes);
+}
+
+std::size_t AllocationCache::budget() const {
+  std::lock_guard lock(mu_);
+  return max_cached_;
 }
 
 std::size_t AllocationCache::cached_bytes() const {

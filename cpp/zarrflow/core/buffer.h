@@ -34,6 +34,9 @@ class AllocationCache {
   // Empties the cache, returning every allocation for the caller to free.
   std::vector<std::pair<std::byte*, std::size_t>> drain();
   [[nodiscard]] std::size_t cached_bytes() const;
+  // Raises the budget to at least `bytes` (never lowers it).
+  void raise_budget(std::size_t bytes);
+  [[nodiscard]] std::size_t budget() const;
 
  private:
   mutable std::mutex mu_;

@@ -4,13 +4,21 @@
 //
 // Pools recycle by size class. A buffer goes back to its pool when its owner releases it; the
 // GPU path only releases buffers after the stream work that uses them has completed (it waits on
-// an event first), so recycling never races with the GPU.
+// an event first), so recycling never races with the GPU. Memory handed to other libraries'
+// streams (DLPack exports) comes back through `release_after`: it is reused only once those
+// streams have passed the point where it was released, as a stream-ordered allocator would.
+// The budget of cached bytes matters for speed: memory beyond it is cudaFree'd, and cudaFree
+// waits for the whole device (the training step included), so a loader raises it to hold its
+// working set (`raise_budget`).
 // Thread-safety: pools are thread-safe; streams and events are owned by one thread at a time.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <memory>
+#include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,14 +81,33 @@ class GpuMemoryPool {
   // At least `size` bytes (rounded up to 2 MiB granules above 2 MiB), 256-byte aligned.
   Result<GpuBuffer> acquire(std::size_t size);
   [[nodiscard]] std::size_t cached_bytes() const { return cache_.cached_bytes(); }
+  [[nodiscard]] std::size_t budget() const { return cache_.budget(); }
+  // Keep up to `bytes` of freed memory for reuse (raises the budget, never lowers it).
+  void raise_budget(std::size_t bytes) { cache_.raise_budget(bytes); }
+
+  // Holds `keep` (which owns pool memory) until every stream in `streams` has reached this
+  // point: an event is recorded on each now, and `keep` is dropped once all have completed
+  // (checked on later acquire/release_after calls, without blocking). When events cannot be
+  // recorded (the CUDA runtime is shutting down), `keep` is dropped at once.
+  void release_after(std::shared_ptr<void> keep, std::span<const cudaStream_t> streams);
+  // Buffers still waiting on other streams (for tests).
+  [[nodiscard]] std::size_t pending_releases();
 
  private:
   friend class GpuBuffer;
   void release(std::byte* p, std::size_t capacity);
   static void free_raw(MemoryKind kind, std::byte* p);
+  void poll_pending();
+
+  struct Pending {
+    std::vector<cudaEvent_t> events;
+    std::shared_ptr<void> keep;
+  };
 
   MemoryKind kind_;
   AllocationCache cache_;
+  std::mutex pending_mu_;
+  std::vector<Pending> pending_;
 };
 
 class Stream {

@@ -40,7 +40,68 @@ void GpuBuffer::swap(GpuBuffer& o) noexcept {
 }
 
 GpuMemoryPool::~GpuMemoryPool() {
+  {
+    std::lock_guard lock(pending_mu_);
+    for (auto& p : pending_)
+      for (cudaEvent_t e : p.events) cudaEventDestroy(e);
+    pending_.clear();
+  }
   for (auto& [p, cap] : cache_.drain()) free_raw(kind_, p);
+}
+
+void GpuMemoryPool::release_after(std::shared_ptr<void> keep,
+                                  std::span<const cudaStream_t> streams) {
+  poll_pending();
+  Pending p;
+  for (cudaStream_t s : streams) {
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) break;
+    if (cudaEventRecord(e, s) != cudaSuccess) {
+      cudaEventDestroy(e);
+      break;
+    }
+    p.events.push_back(e);
+  }
+  if (p.events.size() != streams.size()) {  // no CUDA any more: nothing can still be running
+    for (cudaEvent_t e : p.events) cudaEventDestroy(e);
+    cudaGetLastError();
+    return;  // `keep` goes now
+  }
+  p.keep = std::move(keep);
+  std::lock_guard lock(pending_mu_);
+  pending_.push_back(std::move(p));
+}
+
+void GpuMemoryPool::poll_pending() {
+  std::vector<std::shared_ptr<void>> done;  // released outside the lock (they re-enter the pool)
+  {
+    std::lock_guard lock(pending_mu_);
+    for (std::size_t i = 0; i < pending_.size();) {
+      bool complete = true;
+      for (cudaEvent_t e : pending_[i].events) {
+        const cudaError_t q = cudaEventQuery(e);
+        if (q == cudaErrorNotReady) {
+          complete = false;
+          break;
+        }
+        if (q != cudaSuccess) cudaGetLastError();  // an error: the stream will not use it either
+      }
+      if (!complete) {
+        ++i;
+        continue;
+      }
+      for (cudaEvent_t e : pending_[i].events) cudaEventDestroy(e);
+      done.push_back(std::move(pending_[i].keep));
+      pending_[i] = std::move(pending_.back());
+      pending_.pop_back();
+    }
+  }
+}
+
+std::size_t GpuMemoryPool::pending_releases() {
+  poll_pending();
+  std::lock_guard lock(pending_mu_);
+  return pending_.size();
 }
 
 void GpuMemoryPool::free_raw(MemoryKind kind, std::byte* p) {
@@ -52,6 +113,7 @@ void GpuMemoryPool::free_raw(MemoryKind kind, std::byte* p) {
 }
 
 Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
+  poll_pending();
   constexpr std::size_t kGranule = std::size_t{2} << 20;
   const std::size_t cap = size <= kGranule ? std::max<std::size_t>(size, 256)
                                            : (size + kGranule - 1) / kGranule * kGranule;

@@ -582,18 +582,13 @@ Status ReadOp::enqueue(Batch& b) {
   const cudaStream_t stream = opt_.stream;
   const std::byte* staged = b.staging.data();
   std::uint64_t staged_total = 0, out_total = 0, shuffled_total = 0;
-  bool any_gpu = false;
-  for (std::size_t idx : b.items) {
-    const Item& it = items_[idx];
-    if (it.mode == Mode::kGpu && !it.direct && !it.cached) {
-      staged_total = std::max(staged_total, it.staging_offset + it.stored_size);
-      any_gpu = true;
-    }
-  }
   // Where each GPU item decodes: in place into the destination, or into scratch then scattered.
+  // Uncompressed chunks read whole into a dense destination are copied up straight into it (one
+  // copy-engine transfer each, no device staging and no scatter kernel taking SMs from a model).
   struct Target {
     std::uint64_t out_offset = 0;
     bool in_place = false;
+    bool copy_up = false;
     std::uint64_t shuffled_offset = 0;
     Selection enc_sel;
     StridedView enc_dest;
@@ -612,6 +607,8 @@ Status ReadOp::enqueue(Batch& b) {
                        t.enc_dest.is_c_contiguous(spec.dtype.size);
     if (it.dup_of >= 0) continue;  // scatters from its first occurrence's decoded chunk
     const auto addr = reinterpret_cast<std::uintptr_t>(t.enc_dest.data);
+    t.copy_up = dense && it.program->codec == GpuCodec::kNone && !it.cached && !it.direct &&
+                opt_.cache == nullptr && it.payload.size == n;
     t.in_place = dense && it.program->codec != GpuCodec::kNone && addr % 16 == 0;
     if (!t.in_place && it.program->codec != GpuCodec::kNone) {
       t.out_offset = out_total;
@@ -620,6 +617,16 @@ Status ReadOp::enqueue(Batch& b) {
     if (it.blosc && it.blosc->needs_scratch()) {
       t.shuffled_offset = shuffled_total;
       shuffled_total = align_up(shuffled_total + n, 256);
+    }
+  }
+  // Device staging mirrors the pinned staging for the items decoded from it.
+  bool any_staged = false;
+  for (std::size_t k = 0; k < b.items.size(); ++k) {
+    const Item& it = items_[b.items[k]];
+    if (it.mode == Mode::kGpu && !it.direct && !it.cached && it.dup_of < 0 &&
+        !targets[k].copy_up) {
+      staged_total = std::max(staged_total, it.staging_offset + it.stored_size);
+      any_staged = true;
     }
   }
   ZF_ASSIGN_OR_RETURN(b.d_staging, device_.acquire(std::max<std::uint64_t>(staged_total, 1)));
@@ -692,6 +699,10 @@ Status ReadOp::enqueue(Batch& b) {
     const auto item = static_cast<std::uint32_t>(idx);
     switch (it.program->codec) {
       case GpuCodec::kNone:
+        if (t.copy_up) {  // copied below, straight from pinned staging into the destination
+          out = t.enc_dest.data;
+          break;
+        }
         out = const_cast<std::byte*>(src);  // the stored bytes are the elements
         break;
       case GpuCodec::kZstd:
@@ -740,7 +751,7 @@ Status ReadOp::enqueue(Batch& b) {
       }
     }
     it.d_decoded = out;
-    if (!t.in_place) {
+    if (!t.in_place && !t.copy_up) {
       auto j = make_scatter(out, spec.shape, t.enc_sel, t.enc_dest, elem, it.program->swap_unit,
                             nullptr);
       if (!j) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
@@ -787,10 +798,18 @@ Status ReadOp::enqueue(Batch& b) {
   if (staged_total > b.staging.capacity())
     return internal_error("staging overrun: " + std::to_string(staged_total) + " bytes staged, " +
                           std::to_string(b.staging.capacity()) + " allocated");
-  if (any_gpu) {  // only the GPU-decoded chunks' compressed bytes travel
+  if (any_staged) {  // only the GPU-decoded chunks' compressed bytes travel
     ZF_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(b.d_staging.data(), staged, staged_total, cudaMemcpyHostToDevice, stream));
     report_.h2d_bytes += staged_total;
+  }
+  for (std::size_t k = 0; k < b.items.size(); ++k) {
+    if (!targets[k].copy_up) continue;
+    const Item& it = items_[b.items[k]];
+    ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(targets[k].enc_dest.data,
+                                            staged + it.staging_offset + it.payload.offset,
+                                            it.payload.size, cudaMemcpyHostToDevice, stream));
+    report_.h2d_bytes += it.payload.size;
   }
   if (opt_.cache != nullptr) {  // keep copies of the compressed bytes on the GPU
     for (std::size_t idx : b.items) {

@@ -1,0 +1,104 @@
+"""Ordered prefetch on a few worker threads: the loader's batches, produced ahead of the consumer.
+
+``OrderedPrefetch(fn, items, workers=2, depth=3)`` calls ``fn(item, worker)`` for each item on
+``workers`` threads and hands the results out in item order. At most ``depth`` items are started
+and not yet taken, which bounds the memory held by batches in flight. With two workers, batch
+k+1's host work (reading, checks) runs while batch k's GPU work (copies up, decoding) does, where
+one worker would run them one after the other.
+
+An exception raised by ``fn`` is re-raised to the consumer at that item's position, and no new
+items start after it. ``close()`` stops the workers (an item being produced is finished first)
+and joins them; it is safe to call more than once, from any thread, and at interpreter exit.
+Threads are daemons, so a prefetch left open cannot keep the process alive.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+
+class OrderedPrefetch:
+    def __init__(self, fn: Callable[[Any, int], Any], items: Sequence[Any], *, workers: int = 2,
+                 depth: int = 3, name: str = "zarrflow-prefetch"):
+        if workers < 1 or depth < 1:
+            raise ValueError(f"need workers >= 1 and depth >= 1, got {workers} and {depth}")
+        self._fn, self._items, self._depth = fn, list(items), depth
+        self._cond = threading.Condition()
+        self._next = 0          # the next item to start
+        self._taken = 0         # items handed to the consumer
+        self._results: dict[int, tuple[bool, Any]] = {}
+        self._stopped = False
+        self._failed = False
+        n = max(1, min(workers, len(self._items)))
+        self._threads = [threading.Thread(target=self._work, args=(w,), name=f"{name}-{w}",
+                                          daemon=True) for w in range(n)]
+        for t in self._threads:
+            t.start()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def items(self) -> list:
+        return self._items
+
+    @property
+    def taken(self) -> int:
+        return self._taken
+
+    def ready(self) -> int:
+        """Results finished and waiting for the consumer."""
+        with self._cond:
+            return len(self._results)
+
+    def _work(self, worker: int) -> None:
+        while True:
+            with self._cond:
+                while (not self._stopped and not self._failed and self._next < len(self._items)
+                       and self._next - self._taken >= self._depth):
+                    self._cond.wait()
+                if self._stopped or self._failed or self._next >= len(self._items):
+                    return
+                i = self._next
+                self._next += 1
+            try:
+                result = (True, self._fn(self._items[i], worker))
+            except BaseException as e:  # handed to the consumer, which re-raises it
+                result = (False, e)
+            with self._cond:
+                if not result[0]:
+                    self._failed = True
+                if not self._stopped:
+                    self._results[i] = result
+                self._cond.notify_all()
+
+    def get(self) -> Any:
+        """The next result in order; StopIteration after the last one."""
+        with self._cond:
+            i = self._taken
+            if i >= len(self._items):
+                raise StopIteration
+            while i not in self._results:
+                if self._stopped:
+                    raise RuntimeError("this prefetch was closed")
+                if not any(t.is_alive() for t in self._threads):
+                    raise RuntimeError(f"prefetch workers ended before item {i} was produced")
+                self._cond.wait(0.5)
+            ok, value = self._results.pop(i)
+            self._taken += 1
+            self._cond.notify_all()
+        if not ok:
+            raise value
+        return value
+
+    def close(self, timeout: float = 60.0) -> None:
+        with self._cond:
+            self._stopped = True
+            self._results.clear()
+            self._cond.notify_all()
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.monotonic()))

@@ -1,0 +1,100 @@
+"""OrderedPrefetch: results in order whatever the workers' timing, the depth bound holds, errors
+arrive at their position and stop new work, close() ends the workers."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from zarrflow._prefetch import OrderedPrefetch
+
+
+class Tracker:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.started: list[int] = []
+        self.workers: set[int] = set()
+
+    def __call__(self, item, worker):
+        with self.lock:
+            self.started.append(item)
+            self.workers.add(worker)
+        time.sleep(random.uniform(0, 0.004))
+        return item * 10
+
+
+@pytest.mark.parametrize("workers,depth", [(1, 1), (2, 3), (4, 2), (8, 8)])
+def test_results_come_in_order(workers, depth):
+    random.seed(workers * 100 + depth)
+    fn = Tracker()
+    p = OrderedPrefetch(fn, range(40), workers=workers, depth=depth)
+    out = []
+    while True:
+        try:
+            out.append(p.get())
+        except StopIteration:
+            break
+    p.close()
+    assert out == [i * 10 for i in range(40)]
+    assert sorted(fn.started) == list(range(40))
+    assert len(fn.workers) <= workers
+
+
+def test_depth_bounds_items_started_ahead_of_the_consumer():
+    fn = Tracker()
+    p = OrderedPrefetch(fn, range(100), workers=4, depth=3)
+    time.sleep(0.1)  # the consumer takes nothing: workers stop after `depth` items
+    assert len(fn.started) == 3 and p.ready() == 3
+    p.get()
+    time.sleep(0.05)
+    assert len(fn.started) == 4
+    p.close()
+
+
+def test_error_arrives_at_its_position_and_stops_new_work():
+    started = []
+
+    def fn(item, worker):
+        started.append(item)
+        if item == 5:
+            raise ValueError("bad item 5")
+        return item
+
+    p = OrderedPrefetch(fn, range(50), workers=3, depth=4)
+    got = []
+    with pytest.raises(ValueError, match="bad item 5"):
+        while True:
+            got.append(p.get())
+    assert got == [0, 1, 2, 3, 4]
+    time.sleep(0.05)
+    assert max(started) < 5 + 4  # nothing starts after the failure beyond what ran already
+    p.close()
+
+
+def test_close_joins_workers_and_get_after_close_fails():
+    release = threading.Event()
+
+    def fn(item, worker):
+        release.wait(5)
+        return item
+
+    p = OrderedPrefetch(fn, range(10), workers=2, depth=2)
+    release.set()
+    p.get()
+    p.close()
+    assert not any(t.is_alive() for t in p._threads)
+    with pytest.raises(RuntimeError, match="closed"):
+        p.get()
+    p.close()  # twice is fine
+
+
+def test_empty_and_bad_arguments():
+    p = OrderedPrefetch(lambda i, w: i, [], workers=2, depth=2)
+    with pytest.raises(StopIteration):
+        p.get()
+    p.close()
+    with pytest.raises(ValueError):
+        OrderedPrefetch(lambda i, w: i, [1], workers=0, depth=1)
