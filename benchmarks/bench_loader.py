@@ -222,6 +222,7 @@ def main() -> int:
                 for step in ((0.0, 0.05) if args.full else (0.0,)):
                     plan.append((cfg, grid, dtype, step, 2))
         plan.append((cfg, "721x1440", "float32", 0.0, 1))   # one worker: what overlap gives
+        plan.append((cfg, "721x1440", "float32", 0.0, 3))
         if not args.full:
             plan.append((cfg, "721x1440", "bfloat16", 0.05, 2))  # with a training step
     for (store, variables, stats, label), grid, dtype, step, workers in plan:

@@ -2,9 +2,11 @@
 # Runs on the GPU host (through the `device` tool) from the repository root, with .gpu/ (built by
 # scripts/build_gpu_bundle.sh) and .whl/ (peer wheels: zarr, numcodecs, nvidia-libnvcomp-cu13)
 # carried along. Writes logs and results under $OUT (or ./gpu_out).
-#   scripts/gpu_run.sh [test|bench|loader|rechunk|all]   (default all; `loader` = tests + loader
-#          bench; `rechunk` = synth/rechunk tests + benchmarks/bench_rechunk.py on this host's cores;
-#          `train` = examples/train_unet.py runs: synthetic, zarrflow GPU/CPU, baseline loaders)
+#   scripts/gpu_run.sh [test|quicktest|bench|loader|rechunk|train|all]   (default all; `loader` =
+#          the loader benchmark; `rechunk` = synth/rechunk tests + benchmarks/bench_rechunk.py on
+#          this host's cores; `train` = examples/train_unet.py runs: synthetic, zarrflow GPU/CPU,
+#          baseline loaders; TRAIN_PLAN names a file of runs, one per line:
+#          CHANNELS LAYOUT NGPU NTIME CODEC TAG [train_unet.py arguments...]; CODEC '-' = default)
 #   test:  C++ tests (CPU + GPU), compute-sanitizer memcheck of the GPU tests, the Python GPU,
 #          DLPack and conformance suites
 #   bench: benchmarks/bench_read.py (CPU, 16 threads) and benchmarks/bench_gpu.py
@@ -50,7 +52,7 @@ fi
   echo "libraries linked in from the bundle: $(ls "$EXTRA" | tr '\n' ' ')"
 } 2>&1 | tee "$OUT/tests.log"
 
-if want test || want loader; then
+if want test; then
   echo "== C++ tests" | tee -a "$OUT/tests.log"
   for t in .gpu/bin/zarrflow_*_tests; do echo "-- $t"; "$t" --gtest_brief=1 2>&1 | tail -4; done | tee -a "$OUT/tests.log"
   if [ "${SKIP_MEMCHECK:-0}" != 1 ]; then
@@ -66,11 +68,17 @@ if want test || want loader; then
     >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR|decoded without error" "$OUT/pytest.log" | tail -30 | tee -a "$OUT/tests.log"
 fi
-if want quicktest; then  # the GPU suites only (no memcheck, no CPU conformance)
+if want quicktest; then  # the GPU suites (C++ under memcheck unless SKIP_MEMCHECK=1), no CPU conformance
   echo "== GPU tests (quick)" | tee -a "$OUT/tests.log"
   .gpu/bin/zarrflow_gpu_tests --gtest_brief=1 2>&1 | tail -2 | tee -a "$OUT/tests.log"
-  timeout 300 python3 -m pytest -q -p no:cacheprovider --tb=short tests/test_gpu.py tests/test_loader_gpu.py \
-    tests/test_remote_gpu.py tests/test_dlpack.py >"$OUT/pytest.log" 2>&1
+  if [ "${SKIP_MEMCHECK:-0}" != 1 ]; then
+    timeout 240 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+      .gpu/bin/zarrflow_gpu_tests --gtest_brief=1 >/tmp/memcheck.log 2>&1
+    echo "memcheck rc=$?" | tee -a "$OUT/tests.log"; tail -4 /tmp/memcheck.log | tee -a "$OUT/tests.log"
+  fi
+  timeout 360 python3 -m pytest -q -p no:cacheprovider --tb=short tests/test_gpu.py tests/test_loader_gpu.py \
+    tests/test_loader.py tests/test_prefetch.py tests/test_remote_gpu.py tests/test_dlpack.py \
+    >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR" "$OUT/pytest.log" | tail -12 | tee -a "$OUT/tests.log"
 fi
 if want loader; then
@@ -92,7 +100,25 @@ if want train; then
   # (6 channels: WeatherBench2-style v2 store; 71: the seed's stacked v3 store). NGPU > 1 runs
   # DDP through torchrun.
   echo "== U-Net training: synthetic vs zarrflow vs baseline" | tee -a "$OUT/tests.log"
-  for cfg in ${TRAIN_CONFIGS:-6:wb2:1:160}; do
+  if [ -n "${TRAIN_PLAN:-}" ]; then
+    while read -r CH LAYOUT NGPU NT CODEC TAG ARGS; do
+      [ -z "$CH" ] || [ "${CH#\#}" != "$CH" ] && continue
+      CARG=""; [ "$CODEC" != - ] && CARG="--codec $CODEC"
+      STORE=/tmp/zf_train_${CH}_${LAYOUT}_${NT}_${CODEC//[:]/-}.zarr
+      if [ ! -d "$STORE" ]; then
+        t0=$(date +%s)
+        python3 -m zarrflow synth "$STORE" --layout "$LAYOUT" --channels "$CH" --ntime "$NT" $CARG \
+          --quiet </dev/null 2>&1 | tail -2 | tee -a "$OUT/train.log"
+        echo "synth $STORE: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/train.log"
+      fi
+      CHARG=$CH; [ "$LAYOUT" = stacked ] && CHARG=stacked$CH
+      LAUNCH="python3"; [ "$NGPU" -gt 1 ] && LAUNCH="torchrun --standalone --nproc-per-node $NGPU"
+      echo "-- $TAG: $CH channels, $LAYOUT $CODEC, $NGPU GPU(s), $NT steps, $ARGS" | tee -a "$OUT/train.log"
+      $LAUNCH examples/train_unet.py --store "$STORE" --channels "$CHARG" --bf16 --channels-last \
+        --out "$OUT" --tag "$TAG" $ARGS </dev/null 2>&1 | grep -v "^W1\|OMP_NUM_THREADS" | tee -a "$OUT/train.log"
+    done <"$TRAIN_PLAN"
+  fi
+  for cfg in ${TRAIN_CONFIGS:-$([ -n "${TRAIN_PLAN:-}" ] || echo 6:wb2:1:160)}; do
     IFS=: read -r CH LAYOUT NGPU NT <<<"$cfg"
     STORE=/tmp/zf_train_${CH}_${LAYOUT}_${NT}.zarr
     if [ ! -d "$STORE" ]; then
