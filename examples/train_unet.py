@@ -8,6 +8,8 @@ Runs (``--runs``, several in one process, the same model and settings each time)
 - ``zarrflow-gpu-hostdecode`` the same loader with ``gpu_decode="off"``: chunks decoded by the
                            host threads into pinned memory and copied up; the batch is still
                            assembled, normalised and cast on the GPU (the model keeps the SMs);
+- ``zarrflow-gpu@F``       the GPU loader with ``host_decode_share=F``: the host threads decode
+                           a fraction F of the chunks, the GPU the rest;
 - ``zarrflow-cpu``         zarrflow.Loader decoding on the CPU, batches copied up (pinned);
 - ``baseline-tensorstore`` the hackathon-style loader: torch DataLoader (workers, pin_memory)
                            over a Dataset reading each sample with tensorstore;
@@ -180,11 +182,13 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
     val_bs = max(1, min(args.batch_size, (len(va) - 1) // world))  # a short held-out range
     if kind.startswith("zarrflow"):
         on_gpu = kind.startswith("zarrflow-gpu")
+        kind, _, share = kind.partition("@")
         common = dict(dtype=dtype, normalize=stats,
                       device=f"cuda:{device.index}" if on_gpu else "cpu", output="torch",
                       prefetch=args.prefetch, workers=args.loader_workers,
                       threads=args.loader_threads, rank=rank, world_size=world,
-                      gpu_decode="off" if kind == "zarrflow-gpu-hostdecode" else args.gpu_decode)
+                      gpu_decode="off" if kind == "zarrflow-gpu-hostdecode" else args.gpu_decode,
+                      host_decode_share=float(share or 0.0), cache_gb=args.cache_gb)
         train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
                                 time_range=(tr.start, tr.stop), batch_size=args.batch_size, **common)
         val = zarrflow.Loader(args.store, args.channels, shuffle=False,
@@ -358,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train-stream", default="default", choices=["default", "high"],
                     help="train on the current stream, or on a high-priority one")
     ap.add_argument("--tag", default="", help="suffix of the result file names")
+    ap.add_argument("--cache-gb", type=float, default=0.0,
+                    help="zarrflow GPU loaders: GPU memory for stored chunks kept across epochs")
     ap.add_argument("--gpu-decode", default="auto", choices=["auto", "on", "off"],
                     help="zarrflow-gpu: decode on the GPU (auto/on) or on the CPU threads, "
                          "copied up (off) — the GPU then only normalises and casts")
@@ -380,8 +386,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = [r for r in args.runs.split(",") if r]
     known = {"synthetic", "zarrflow-gpu", "zarrflow-gpu-hostdecode", "zarrflow-cpu",
              "baseline-tensorstore", "baseline-xarray"}
-    if set(runs) - known:
-        ap.error(f"unknown runs {sorted(set(runs) - known)}; choose from {sorted(known)}")
+    bad = {r for r in runs if r.split("@")[0] not in known
+           or ("@" in r and r.split("@")[0] != "zarrflow-gpu")}
+    if bad:
+        ap.error(f"unknown runs {sorted(bad)}; choose from {sorted(known)} "
+                 f"(zarrflow-gpu@F: host_decode_share F)")
     stats, split = None, None
     if args.store:
         g = zarrflow.open_group(args.store)

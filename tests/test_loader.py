@@ -367,9 +367,11 @@ def test_workers_give_the_same_batches_in_order(store, workers, prefetch):
     assert ld.stats()["batches"] == ref.stats()["batches"] == 2 * len(ld)
 
 
-def test_bad_workers(store):
+def test_bad_workers_and_host_share(store):
     with pytest.raises(LoaderError, match="workers"):
         zarrflow.Loader(store, VARS, device="cpu", workers=0)
+    with pytest.raises(LoaderError, match="host_decode_share"):
+        zarrflow.Loader(store, VARS, device="cpu", host_decode_share=1.5)
 
 
 def test_error_in_a_batch_reaches_the_consumer_in_order(store, tmp_path):

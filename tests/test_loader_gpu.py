@@ -220,10 +220,32 @@ def test_batch_memory_is_not_reused_before_the_consumer_stream_is_done(store):
     assert _core.pool_stats()["device_pending_releases"] == 0  # released once the streams passed
 
 
-def test_loader_reserves_pool_memory_for_its_batches(store):
-    from zarrflow import _core
-
+def test_pool_keeps_the_working_set_and_trims_on_request(store):
+    """After an epoch the pools keep (up to) their peak working set for the next one; nothing is
+    freed while it recurs; release_memory() gives the idle part back."""
     ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, dtype="bfloat16",
                          normalize=zarrflow.compute_stats(store, VARS))
+    list(ld)
+    ld.close()
+    torch.cuda.synchronize()  # batches dropped by list() return once their streams are done
+    zarrflow.memory_stats()
+    st = zarrflow.memory_stats()
     batch = 4 * 2 * len(VARS) * NLAT * NLON * 4
-    assert _core.pool_stats()["device_budget"] >= batch * (ld.prefetch + ld.workers)
+    assert st["device_peak"] >= batch and st["device_budget"] >= st["device_peak"]
+    assert st["device_cached"] > 0
+    before = st["device_cached"] + st["pinned_cached"]
+    assert zarrflow.release_memory() >= before > 0
+    assert zarrflow.memory_stats()["device_cached"] == 0
+
+
+def test_host_decode_share_splits_decoding_and_changes_no_bits(store):
+    kw = dict(batch_size=4, shuffle=False)
+    cpu = zarrflow.Loader(store, VARS, device="cpu", output="numpy", **kw)
+    half = zarrflow.Loader(store, VARS, device="cuda", host_decode_share=0.5, **kw)
+    for a, b in zip(cpu, half, strict=True):
+        for k in ("x", "y"):
+            assert np.array_equal(a[k].view(np.uint32), b[k].cpu().numpy().view(np.uint32)), k
+    st = half.stats()
+    assert st["gpu_decoded"] > 0 and st["cpu_decoded"] > 0
+    # (CPU counts include chunks several samples share; GPU counts do not)
+    assert 0.25 <= st["cpu_decoded"] / (st["cpu_decoded"] + st["gpu_decoded"]) <= 0.75

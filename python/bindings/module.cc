@@ -358,7 +358,7 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 nb::dict read_batch(const nb::list& requests, const py::Tensor& target,
                     std::optional<std::uintptr_t> stream, const std::string& decode,
                     const std::string& io, Executor* exec, nb::handle cache, nb::handle host_cache,
-                    Executor* decode_exec) {
+                    Executor* decode_exec, double host_share) {
   const auto& st = *target.state;
   const std::int64_t elem = st.dtype.size;
   std::vector<std::shared_ptr<Array>> keep;
@@ -400,6 +400,9 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target,
   if (!cache.is_none()) opts.cache = nb::cast<gpu::ChunkCache*>(cache);
   if (!host_cache.is_none()) opts.host_cache = nb::cast<gpu::ChunkCache*>(host_cache);
   if (decode_exec != nullptr) opts.decode_pool = &decode_exec->pool;
+  if (!(host_share >= 0.0 && host_share <= 1.0))
+    throw StatusError(invalid_argument("host_share must be in [0, 1]"));
+  opts.host_share = host_share;
   const ReadOptions host = read_options(exec);
   opts.pool = host.pool;
   opts.buffers = host.buffers;
@@ -422,6 +425,7 @@ nb::dict read_batch(const nb::list& requests, const py::Tensor& target,
   (void)cache;
   (void)host_cache;
   (void)decode_exec;
+  (void)host_share;
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
 }
@@ -542,7 +546,7 @@ NB_MODULE(_core, m) {
   m.def("empty_tensor", &empty_tensor, "shape"_a, "dtype"_a, "device"_a, "device_id"_a = 0);
   m.def("read_batch", &read_batch, "requests"_a, "target"_a, "stream"_a = nb::none(),
         "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(), "cache"_a = nb::none(),
-        "host_cache"_a = nb::none(), "decode_executor"_a = nb::none());
+        "host_cache"_a = nb::none(), "decode_executor"_a = nb::none(), "host_share"_a = 0.0);
 #ifdef ZARRFLOW_HAVE_CUDA
   nb::class_<gpu::ChunkCache>(m, "ChunkCache",
                               "Compressed chunks kept across reads (GPU or pinned host memory)")
@@ -564,25 +568,22 @@ NB_MODULE(_core, m) {
       .def_prop_ro("handle",
                    [](const StreamHandle& s) { return reinterpret_cast<std::uintptr_t>(s.stream); })
       .def_ro("device", &StreamHandle::device);
-  m.def(
-      "pool_reserve",
-      [](std::uint64_t device_bytes, std::uint64_t pinned_bytes) {
-        device_reader().device_pool().raise_budget(device_bytes);
-        device_reader().pinned_pool().raise_budget(pinned_bytes);
-      },
-      "device_bytes"_a, "pinned_bytes"_a,
-      "Let the GPU memory pools keep at least this much freed memory for reuse (never lowers).");
   m.def("pool_stats", []() {
     nb::dict d;
-    auto& dev = device_reader().device_pool();
-    auto& pin = device_reader().pinned_pool();
-    d["device_cached"] = dev.cached_bytes();
-    d["device_budget"] = dev.budget();
-    d["device_pending_releases"] = dev.pending_releases();
-    d["pinned_cached"] = pin.cached_bytes();
-    d["pinned_budget"] = pin.budget();
+    for (auto [name, pool] : {std::pair{"device", &device_reader().device_pool()},
+                              std::pair{"pinned", &device_reader().pinned_pool()}}) {
+      const std::string n(name);
+      d[(n + "_in_use").c_str()] = pool->in_use();
+      d[(n + "_peak").c_str()] = pool->peak_in_use();
+      d[(n + "_cached").c_str()] = pool->cached_bytes();
+      d[(n + "_budget").c_str()] = pool->budget();
+    }
+    d["device_pending_releases"] = device_reader().device_pool().pending_releases();
     return d;
   });
+  m.def("pool_trim", []() {
+    return device_reader().device_pool().trim() + device_reader().pinned_pool().trim();
+  }, "Frees the idle memory zarrflow's GPU and pinned pools keep for reuse; returns the bytes.");
 #endif
   m.def(
       "normalize_cast",

@@ -9,7 +9,7 @@
 from . import errors
 from ._api import Array, Group, open, open_array, open_group
 from ._core import Tensor
-from ._gpu import cuda_available, cuda_status, nvcomp_status
+from ._gpu import cuda_available, cuda_status, memory_stats, nvcomp_status, release_memory
 from ._threads import set_num_threads
 from .loader import Loader, LoaderError, MissingChunkError, compute_stats
 from .errors import (
@@ -42,6 +42,8 @@ __all__ = [
     "cuda_available",
     "cuda_status",
     "nvcomp_status",
+    "memory_stats",
+    "release_memory",
     "errors",
     "ZarrflowError",
     "InvalidArgumentError",

@@ -77,3 +77,19 @@ def parse_device(device: str) -> tuple[str, int]:
     if kind not in ("cpu", "cuda"):
         raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
     return kind, int(index) if index else 0
+
+
+def memory_stats() -> dict:
+    """Bytes of GPU and pinned host memory zarrflow's pools hold: in use, peak, idle (cached)."""
+    if not hasattr(_core, "pool_stats"):
+        return {}
+    return dict(_core.pool_stats())
+
+
+def release_memory() -> int:
+    """Give the GPU and pinned memory zarrflow keeps for reuse (idle, up to the peak working
+    set of its loaders and reads) back to the system, e.g. before another library needs it.
+    Returns the bytes freed. Memory still in use (live batches, chunk caches) stays."""
+    if not hasattr(_core, "pool_trim"):
+        return 0
+    return int(_core.pool_trim())

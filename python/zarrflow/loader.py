@@ -283,7 +283,9 @@ class Loader:
     "block"), ``seed``, ``rank``/``world_size`` (default: torch.distributed when initialised),
     ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``workers`` (threads producing
     batches at once, default 2; each has its own CUDA stream), ``missing`` ("fill" or
-    "error"), ``gpu_decode``, ``threads`` (I/O pool) and ``decode_threads`` (a separate pool for
+    "error"), ``gpu_decode``, ``host_decode_share`` (0..1: the fraction of GPU-decodable chunks
+    the host threads decode instead, for training where the model keeps the GPU busy and cores
+    are idle), ``threads`` (I/O pool) and ``decode_threads`` (a separate pool for
     host checks and CPU-fallback decodes), ``progress`` (print a rate line every N batches),
     ``cache_gb`` / ``host_cache_gb`` (GPU / pinned host memory for compressed chunks kept
     across epochs; 0 = no cache; the GPU tier is asked first), ``time_range`` ((start, stop)
@@ -301,7 +303,7 @@ class Loader:
                  device: str = "cuda", output: str = "torch", shuffle: Any = True, seed: int = 0,
                  rank: int | None = None, world_size: int | None = None, drop_last: bool = True,
                  prefetch: int = 2, workers: int = 2, missing: str = "fill",
-                 gpu_decode: str = "auto",
+                 gpu_decode: str = "auto", host_decode_share: float = 0.0,
                  threads: int | None = None, decode_threads: int | None = None,
                  time_dim: str = "time", level_dim: str = "level",
                  channel_dim: str = "channel", block: int = 8, buffer: int = 64,
@@ -338,6 +340,9 @@ class Loader:
         if workers < 1:
             raise LoaderError(f"workers must be >= 1, got {workers}")
         self.workers = int(workers)
+        if not 0.0 <= host_decode_share <= 1.0:
+            raise LoaderError(f"host_decode_share must be in [0, 1], got {host_decode_share}")
+        self.host_decode_share = float(host_decode_share)
         self.progress = progress
         self.crop = self._crop(crop or {})
         self.patch_size, self.patch_origins = self._patches(input_dims or {}, input_overlap or {})
@@ -379,8 +384,6 @@ class Loader:
             raise LoaderError(f"no batches: {len(self.samples)} samples over {self.world_size} "
                               f"ranks with batch_size {batch_size} and drop_last={drop_last}")
         self._streams: list = []  # one CUDA stream per worker, made on first use
-        if self.on_gpu:
-            self._reserve_pool_memory()
 
     # --- configuration helpers -----------------------------------------------------------
     def _crop(self, crop: dict) -> list[tuple[int, int]]:
@@ -436,20 +439,6 @@ class Loader:
         if any(s <= 0 for s in std):
             raise LoaderError("normalize std values must be positive")
         return [float(m) for m in mean], [float(s) for s in std]
-
-    def _reserve_pool_memory(self) -> None:
-        """Let zarrflow's GPU memory pools keep this loader's working set. Freed memory beyond the
-        pools' budget is given back with cudaFree, which waits for the whole device — the
-        training step included — so a working set larger than the budget (a 71-channel float32
-        batch alone is 9.4 GB) would stall the GPU once per batch."""
-        raw = self.batch_size * (self.h + self.k) * len(self.spec.channels) * \
-            int(np.prod(self.spatial_shape)) * 4
-        out = raw * _numpy_dtype(self.dtype).itemsize // 4 if (
-            self.norm is not None or self.dtype != "float32") else 0
-        in_flight = self.prefetch + self.workers  # produced ahead + one held by the consumer
-        staging = self.workers * 2 * min(raw, 2 << 30)  # compressed bytes, double-buffered
-        device = in_flight * (out or raw) + (self.workers * raw if out else 0) + staging
-        _core.pool_reserve(int(device), int(staging))
 
     # --- sizes ------------------------------------------------------------------------------
     @property
@@ -539,7 +528,8 @@ class Loader:
         raw = _core.empty_tensor(shape, "float32", dev, self.device_id)
         report = _core.read_batch(self._requests(samples, steps), raw, stream, self.gpu_decode,
                                   "auto", self._executor, self.cache, self.host_cache,
-                                  self._decode_executor)
+                                  self._decode_executor,
+                                  self.host_decode_share if self.on_gpu else 0.0)
         if report:
             _gpu.say_once(report.get("notes", []))
             if self.missing == "error" and report["missing"]:

@@ -173,15 +173,33 @@ def _write_wb2(path: Path, spec: SynthSpec, progress: Progress) -> list[str]:
         arrays[name] = a
     makers = _makers(spec)
     field_bytes = spec.nlat * spec.nlon * 4
-    for t in range(spec.ntime):
-        for (name, lev), maker in zip(spec.channels(), makers):
+    for t, fields in _fields_by_step(makers, spec.ntime):
+        for (name, lev), field in zip(spec.channels(), fields):
             if lev is None:
-                arrays[name][t] = maker.at(t)
+                arrays[name][t] = field
             else:
-                arrays[name][t, spec.levels.index(lev)] = maker.at(t)
+                arrays[name][t, spec.levels.index(lev)] = field
             progress.update(1, field_bytes)
     zarr.consolidate_metadata(str(path))
     return list(arrays)
+
+
+def _fields_by_step(makers: list[FieldMaker], ntime: int):
+    """(t, [field of each maker at t]) for t = 0, 1, ...: the makers of one step run on a thread
+    pool (NumPy releases the GIL), each maker still sees its steps in order, so the values do not
+    depend on the thread count; the next step is generated while this one is written."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = max(1, min(len(makers), os.cpu_count() or 1))
+    with ThreadPoolExecutor(threads, thread_name_prefix="zarrflow-synth") as pool:
+        def step(t: int) -> list:
+            return [pool.submit(m.at, t) for m in makers]
+
+        pending = step(0) if ntime else None
+        for t in range(ntime):
+            fields = [f.result() for f in pending]
+            pending = step(t + 1) if t + 1 < ntime else None
+            yield t, fields
 
 
 def _write_stacked(path: Path, spec: SynthSpec, progress: Progress) -> list[str]:
@@ -199,13 +217,13 @@ def _write_stacked(path: Path, spec: SynthSpec, progress: Progress) -> list[str]
     data.attrs["channels"] = [n if lev is None else f"{n}@{lev}" for n, lev in channels]
     makers = _makers(spec)
     field_bytes = spec.nlat * spec.nlon * 4
-    for t in range(spec.ntime):
+    for t, fields in _fields_by_step(makers, spec.ntime):
         if spec.shard:  # a shard is written whole: one time step, all channels at once
-            data[t] = np.stack([m.at(t) for m in makers])
+            data[t] = np.stack(fields)
             progress.update(len(makers), field_bytes * len(makers))
         else:
-            for c, m in enumerate(makers):
-                data[t, c] = m.at(t)
+            for c, field in enumerate(fields):
+                data[t, c] = field
                 progress.update(1, field_bytes)
     return ["data"]
 

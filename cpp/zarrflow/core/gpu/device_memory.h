@@ -7,14 +7,18 @@
 // an event first), so recycling never races with the GPU. Memory handed to other libraries'
 // streams (DLPack exports) comes back through `release_after`: it is reused only once those
 // streams have passed the point where it was released, as a stream-ordered allocator would.
-// The budget of cached bytes matters for speed: memory beyond it is cudaFree'd, and cudaFree
-// waits for the whole device (the training step included), so a loader raises it to hold its
-// working set (`raise_budget`).
+// The budget of cached bytes matters for speed: memory beyond it is cudaFree'd (cudaFreeHost'd),
+// and both wait for the whole device — the training step included — while a new cudaHostAlloc
+// of a 2 GB staging buffer takes a large fraction of a second. So the budget follows the peak
+// of bytes in use: a steady working set (a loader's batches and staging) is recycled without
+// ever freeing, and what is kept is at most that peak, as in PyTorch's caching allocator.
+// `trim` gives the idle memory back.
 // Thread-safety: pools are thread-safe; streams and events are owned by one thread at a time.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -84,6 +88,10 @@ class GpuMemoryPool {
   [[nodiscard]] std::size_t budget() const { return cache_.budget(); }
   // Keep up to `bytes` of freed memory for reuse (raises the budget, never lowers it).
   void raise_budget(std::size_t bytes) { cache_.raise_budget(bytes); }
+  [[nodiscard]] std::size_t in_use() const { return in_use_.load(); }
+  [[nodiscard]] std::size_t peak_in_use() const { return peak_.load(); }
+  // Frees the idle cached memory (not what is in use); returns the bytes freed.
+  std::size_t trim();
 
   // Holds `keep` (which owns pool memory) until every stream in `streams` has reached this
   // point: an event is recorded on each now, and `keep` is dropped once all have completed
@@ -98,6 +106,7 @@ class GpuMemoryPool {
   void release(std::byte* p, std::size_t capacity);
   static void free_raw(MemoryKind kind, std::byte* p);
   void poll_pending();
+  void note_in_use(std::size_t capacity);
 
   struct Pending {
     std::vector<cudaEvent_t> events;
@@ -106,6 +115,7 @@ class GpuMemoryPool {
 
   MemoryKind kind_;
   AllocationCache cache_;
+  std::atomic<std::size_t> in_use_{0}, peak_{0};
   std::mutex pending_mu_;
   std::vector<Pending> pending_;
 };

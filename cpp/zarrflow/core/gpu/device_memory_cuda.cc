@@ -124,6 +124,7 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
   if (auto [cached, capacity] = cache_.take(cap); cached != nullptr) {
     b.data_ = cached;
     b.capacity_ = capacity;
+    note_in_use(capacity);
     return std::move(b);
   }
   void* p = nullptr;
@@ -142,11 +143,30 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
   }
   b.data_ = static_cast<std::byte*>(p);
   b.capacity_ = cap;
+  note_in_use(cap);
   return std::move(b);
 }
 
+void GpuMemoryPool::note_in_use(std::size_t capacity) {
+  const std::size_t now = in_use_.fetch_add(capacity) + capacity;
+  std::size_t peak = peak_.load();
+  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+  }
+  if (now > peak) cache_.raise_budget(now);  // keep a working set of this size for reuse
+}
+
 void GpuMemoryPool::release(std::byte* p, std::size_t capacity) {
+  in_use_.fetch_sub(capacity);
   if (!cache_.put(p, capacity)) free_raw(kind_, p);
+}
+
+std::size_t GpuMemoryPool::trim() {
+  std::size_t freed = 0;
+  for (auto& [p, cap] : cache_.drain()) {
+    free_raw(kind_, p);
+    freed += cap;
+  }
+  return freed;
 }
 
 Result<Stream> Stream::create() {

@@ -306,6 +306,19 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
       it.cpu_reason = it.program->reason;
     }
   }
+  // host_share: every k-th GPU-decodable chunk goes to the host threads, spread evenly (an
+  // accumulator, so the split does not depend on chunk sizes or order of completion).
+  if (opt_.host_share > 0) {
+    double acc = 0;
+    for (auto& it : items_) {
+      if (it.mode != Mode::kGpu || it.dup_of >= 0) continue;
+      acc += std::min(opt_.host_share, 1.0);
+      if (acc >= 1.0 - 1e-9) {
+        acc -= 1.0;
+        it.mode = Mode::kCpu;  // cpu_reason stays empty: asked for, nothing to report
+      }
+    }
+  }
   // GPU cache hits need no read, no host work and no copy; pinned-cache hits no read and no
   // host validation.
   if (opt_.cache != nullptr || opt_.host_cache != nullptr) {
@@ -548,7 +561,7 @@ Status ReadOp::prepare(Batch& b) {
   for (std::size_t idx : b.items) {
     Item& it = items_[idx];
     if (it.mode != Mode::kCpu) continue;
-    note(it.cpu_reason);
+    if (!it.cpu_reason.empty()) note(it.cpu_reason);
     it.cpu_offset = cpu_total;
     std::int64_t elems = 1;
     for (auto c : it.sel.count) elems *= c;
