@@ -88,9 +88,10 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
     ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
                          normalize=normalize, shuffle="block", seed=0, prefetch=2,
                          workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb)
-    ld.set_epoch(0)
-    for _ in ld:  # warm-up epoch (page cache, pools)
-        pass
+    for e in range(2):  # warm-up epochs (page cache, pools grown to their working set)
+        ld.set_epoch(100 + e)
+        for _ in ld:
+            pass
     st0 = ld.stats()
     per_sample = 2 * len(variables) * int(np.prod(ld.spatial_shape)) * (2 if dtype != "float32" else 4)
     t0, n, waited = time.perf_counter(), 0, 0.0
@@ -186,7 +187,8 @@ def main() -> int:
     ap.add_argument("--out", default="bench_results")
     ap.add_argument("--ntime-wb2", type=int, default=128)
     ap.add_argument("--ntime-stack", type=int, default=64)
-    ap.add_argument("--epochs", type=int, default=4, help="timed epochs per run")
+    ap.add_argument("--epochs", type=int, default=4,
+                    help="timed epochs per run (x4 for the 6-channel store's 7-batch epochs)")
     ap.add_argument("--only-cache", action="store_true", help="only the cached runs")
     ap.add_argument("--full", action="store_true",
                     help="every grid x dtype x step combination (default: the ones the targets "
@@ -217,14 +219,21 @@ def main() -> int:
                (stack, stack_vars, stats_stack, "stacked v3 zstd, 71 ch")]
     plan = []  # (config, grid, dtype, step, workers)
     for cfg in ([] if args.only_cache else configs):
-        for grid in crops:
-            for dtype in ("float32", "bfloat16"):
-                for step in ((0.0, 0.05) if args.full else (0.0,)):
-                    plan.append((cfg, grid, dtype, step, 2))
-        plan.append((cfg, "721x1440", "float32", 0.0, 1))   # one worker: what overlap gives
-        plan.append((cfg, "721x1440", "float32", 0.0, 3))
-        if not args.full:
-            plan.append((cfg, "721x1440", "bfloat16", 0.05, 2))  # with a training step
+        if args.full:
+            for grid in crops:
+                for dtype in ("float32", "bfloat16"):
+                    for step in (0.0, 0.05):
+                        for workers in (1, 2, 3):
+                            plan.append((cfg, grid, dtype, step, workers))
+            continue
+        # The shapes in float32 (GB/s of batches), one to three workers; bf16 and a
+        # simulated training step with the default two.
+        for workers in (1, 2, 3):
+            plan.append((cfg, "721x1440", "float32", 0.0, workers))
+        for workers in (2, 3):
+            plan.append((cfg, "640x1280", "float32", 0.0, workers))
+        plan.append((cfg, "721x1440", "bfloat16", 0.0, 2))
+        plan.append((cfg, "721x1440", "bfloat16", 0.05, 2))
     for (store, variables, stats, label), grid, dtype, step, workers in plan:
         print(f"run: {label} {grid} {dtype} step={step} workers={workers}", flush=True)
         # Short epochs (7 batches of the 6-channel store) need more of them for a steady rate.
@@ -239,13 +248,16 @@ def main() -> int:
     # The GPU cache of compressed chunks: the warm-up epoch fills it, the timed epochs read from it.
     for store, variables, label in ((wb2, wb2_vars, "wb2 v2 blosc-lz4, 6 ch"),
                                     (stack, stack_vars, "stacked v3 zstd, 71 ch")):
-        tiers = (("GPU", {"cache_gb": 30.0}), ("pinned host", {"host_cache_gb": 30.0}))
-        for tier, kw in (tiers if args.full or args.only_cache else tiers[:1]):
-            print(f"run: {label} {tier} cache", flush=True)
+        tiers = (("GPU", {"cache_gb": 30.0}, 1), ("GPU", {"cache_gb": 30.0}, 2),
+                 ("pinned host", {"host_cache_gb": 30.0}, 2))
+        for tier, kw, workers in (tiers if args.full or args.only_cache else tiers[:2]):
+            print(f"run: {label} {tier} cache, {workers} workers", flush=True)
             r = run_zarrflow(store, variables, crop=None, dtype="float32", normalize=None,
-                             step_s=0.0, epochs=args.epochs, **kw)
+                             step_s=0.0, epochs=args.epochs * (4 if len(variables) < 16 else 1),
+                             workers=workers, **kw)
             r.update(store=label, grid="721x1440", dtype="float32", step_s=0.0,
-                     loader=f"zarrflow-gpu + 30 GB {tier} chunk cache")
+                     loader=f"zarrflow-gpu ({workers} worker{'s' if workers > 1 else ''}) "
+                            f"+ 30 GB {tier} chunk cache")
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
     (out / "bench_loader.json").write_text(json.dumps(results, indent=2))
