@@ -50,7 +50,7 @@ fi
   python3 -c "import zarrflow; print('cuda:', repr(zarrflow.cuda_status()), 'nvcomp:', repr(zarrflow.nvcomp_status()))"
   ls /proc/driver/nvidia-fs 2>&1 | head -1; df -h /tmp | tail -1
   echo "libraries linked in from the bundle: $(ls "$EXTRA" | tr '\n' ' ')"
-} 2>&1 | tee "$OUT/tests.log"
+} 2>&1 | tee -a "$OUT/tests.log"
 
 if want test; then
   echo "== C++ tests" | tee -a "$OUT/tests.log"
@@ -84,8 +84,8 @@ fi
 if want loader; then
   echo "== loader benchmark"
   python3 benchmarks/bench_loader.py --data /tmp/zarrflow_bench --out "$OUT" \
-    2>/tmp/bench_loader_stderr.log | tee -a "$OUT/tests.log"
-  tail -5 /tmp/bench_loader_stderr.log
+    2>"$OUT/bench_loader_stderr.log" | tee -a "$OUT/tests.log"
+  tail -5 "$OUT/bench_loader_stderr.log"
 fi
 if want rechunk; then
   echo "== synth / rechunk tests and benchmark" | tee -a "$OUT/tests.log"
