@@ -39,7 +39,7 @@ def field_pool(n: int = 24) -> np.ndarray:
     return np.stack([FieldMaker(names[i % len(names)], NLAT, NLON, seed=i).at(0) for i in range(n)])
 
 
-def write_wb2(path: Path, ntime: int, pool: np.ndarray) -> None:
+def write_wb2(path: Path, ntime: int, pool: np.ndarray, chunk_hw=(NLAT, NLON)) -> None:
     import numcodecs
     import tensorstore as ts
     import zarr
@@ -51,7 +51,7 @@ def write_wb2(path: Path, ntime: int, pool: np.ndarray) -> None:
     lev.attrs["_ARRAY_DIMENSIONS"] = ["level"]
     specs = {"2m_temperature": (ntime, NLAT, NLON)} | {v: (ntime, 2, NLAT, NLON) for v in VARS}
     for k, (name, shape) in enumerate(specs.items()):
-        a = root.create_array(name, shape=shape, chunks=(1,) * (len(shape) - 2) + (NLAT, NLON),
+        a = root.create_array(name, shape=shape, chunks=(1,) * (len(shape) - 2) + tuple(chunk_hw),
                               dtype="float32", compressors=blosc, fill_value=np.nan)
         a.attrs["_ARRAY_DIMENSIONS"] = ["time", "latitude", "longitude"] if len(shape) == 3 else \
             ["time", "level", "latitude", "longitude"]
@@ -65,14 +65,15 @@ def write_wb2(path: Path, ntime: int, pool: np.ndarray) -> None:
     zarr.consolidate_metadata(str(path))
 
 
-def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71) -> None:
+def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71,
+                chunk_hw=(NLAT, NLON)) -> None:
     import tensorstore as ts
     import zarr
     from zarr.codecs import ZstdCodec
 
     root = zarr.open_group(str(path), mode="w", zarr_format=3)
     root.create_array("data", shape=(ntime, channels, NLAT, NLON), dtype="float32",
-                      chunks=(1, 1, NLAT, NLON), compressors=ZstdCodec(level=3), fill_value=np.nan,
+                      chunks=(1, 1, *chunk_hw), compressors=ZstdCodec(level=3), fill_value=np.nan,
                       dimension_names=["time", "channel", "latitude", "longitude"],
                       attributes={"channels": [f"c{i}" for i in range(channels)]})
     t = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path / "data")}}).result()
@@ -190,6 +191,9 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=4,
                     help="timed epochs per run (x4 for the 6-channel store's 7-batch epochs)")
     ap.add_argument("--only-cache", action="store_true", help="only the cached runs")
+    ap.add_argument("--seed-chunks", action="store_true",
+                    help="only: stores chunked like the seed's rechunked one, (640, 1280) per "
+                         "field (edge chunks at 721x1440), read as 640x1280 windows")
     ap.add_argument("--full", action="store_true",
                     help="every grid x dtype x step combination (default: the ones the targets "
                          "name, plus one worker vs two)")
@@ -199,13 +203,16 @@ def main() -> int:
     data, out = Path(args.data), Path(args.out)
     data.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    wb2, stack = data / f"wb2_{args.ntime_wb2}.zarr", data / f"stack71_{args.ntime_stack}.zarr"
+    tag = "_c640" if args.seed_chunks else ""
+    chunk_hw = (640, 1280) if args.seed_chunks else (NLAT, NLON)
+    wb2 = data / f"wb2_{args.ntime_wb2}{tag}.zarr"
+    stack = data / f"stack71_{args.ntime_stack}{tag}.zarr"
     pool = None
     for path, writer, nt in ((wb2, write_wb2, args.ntime_wb2), (stack, write_stack, args.ntime_stack)):
         if not (path / ".complete").exists():
             pool = field_pool() if pool is None else pool
             t0 = time.perf_counter()
-            writer(path, nt, pool)
+            writer(path, nt, pool, chunk_hw=chunk_hw)
             (path / ".complete").touch()
             print(f"wrote {path.name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     wb2_vars = ["2m_temperature"] + [f"{v}@500" for v in VARS]
@@ -219,6 +226,10 @@ def main() -> int:
                (stack, stack_vars, stats_stack, "stacked v3 zstd, 71 ch")]
     plan = []  # (config, grid, dtype, step, workers)
     for cfg in ([] if args.only_cache else configs):
+        if args.seed_chunks:
+            for workers in (2, 3):
+                plan.append((cfg, "640x1280", "float32", 0.0, workers))
+            continue
         if args.full:
             for grid in crops:
                 for dtype in ("float32", "bfloat16"):
@@ -250,7 +261,8 @@ def main() -> int:
                                     (stack, stack_vars, "stacked v3 zstd, 71 ch")):
         tiers = (("GPU", {"cache_gb": 30.0}, 1), ("GPU", {"cache_gb": 30.0}, 2),
                  ("pinned host", {"host_cache_gb": 30.0}, 2))
-        for tier, kw, workers in (tiers if args.full or args.only_cache else tiers[:2]):
+        for tier, kw, workers in (() if args.seed_chunks else
+                                  tiers if args.full or args.only_cache else tiers[:2]):
             print(f"run: {label} {tier} cache, {workers} workers", flush=True)
             r = run_zarrflow(store, variables, crop=None, dtype="float32", normalize=None,
                              step_s=0.0, epochs=args.epochs * (4 if len(variables) < 16 else 1),
@@ -260,8 +272,8 @@ def main() -> int:
                             f"+ 30 GB {tier} chunk cache")
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
-    (out / "bench_loader.json").write_text(json.dumps(results, indent=2))
-    for step in (() if args.only_cache else (0.0, 0.05)):
+    (out / f"bench_loader{tag}.json").write_text(json.dumps(results, indent=2))
+    for step in (() if args.only_cache or args.seed_chunks else (0.0, 0.05)):
         try:
             r = run_baseline(wb2, wb2_vars, step)
             name = "DataLoader+tensorstore (8 workers)"
@@ -273,7 +285,7 @@ def main() -> int:
                  loader=name)
         results["runs"].append(r)
         print(json.dumps(r), flush=True)
-    (out / "bench_loader.json").write_text(json.dumps(results, indent=2))
+    (out / f"bench_loader{tag}.json").write_text(json.dumps(results, indent=2))
     lines = [f"{results['gpu']}, {results['cpus']} CPUs, {results['date']}; batch 16, t→t+1", "",
              "| loader | store | grid | dtype | training step | samples/s | GB/s of batches | "
              "stored GB/s read | time waiting for data |",
@@ -284,7 +296,7 @@ def main() -> int:
                      f"{r['step_s'] * 1000:.0f} ms | {r['samples_per_s']:.1f} | {r['batch_GBps']:.2f} | "
                      f"{stored} | "
                      + (f"{100 * r['wait_fraction']:.0f}% |" if r["step_s"] else "— (loader only) |"))
-    (out / "bench_loader.md").write_text("\n".join(lines) + "\n")
+    (out / f"bench_loader{tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
