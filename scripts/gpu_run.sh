@@ -83,7 +83,7 @@ if want quicktest; then  # the GPU suites (C++ under memcheck unless SKIP_MEMCHE
 fi
 if want loader; then
   echo "== loader benchmark"
-  python3 benchmarks/bench_loader.py --data /tmp/zarrflow_bench --out "$OUT" \
+  python3 benchmarks/bench_loader.py --data /tmp/zarrflow_bench --out "$OUT" ${LOADER_ARGS:-} \
     2>"$OUT/bench_loader_stderr.log" | tee -a "$OUT/tests.log"
   tail -5 "$OUT/bench_loader_stderr.log"
 fi
