@@ -6,25 +6,20 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _plotting import results_cli  # noqa: E402
+
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("results", nargs="+", type=Path)
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args()
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    args, plt = results_cli(__doc__)
 
     runs = [json.loads(p.read_text()) for p in args.results]
     fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 4), squeeze=False)
-    for ax, res in zip(axes[0], runs):
+    for ax, res, path in zip(axes[0], runs, args.results):
         names = [r["run"] for r in res["runs"]]
         vals = [r["samples_per_s"] for r in res["runs"]]
         bars = ax.bar(range(len(names)), vals, color=["#888" if n == "synthetic" else
@@ -39,7 +34,8 @@ def main() -> int:
         ax.set_xticks(range(len(names)), names, rotation=20, fontsize=8)
         ax.set_ylabel("samples/s")
         mode = "training" if any(r["train"] and r["run"] != "synthetic" for r in res["runs"]) else "loader only"
-        ax.set_title(f"{mode}: {res['channels']} ch {res['grid'][0]}x{res['grid'][1]}, batch "
+        store = Path(res["store"]).name if res.get("store") else path.stem
+        ax.set_title(f"{store}\n{mode}: {res['channels']} ch {res['grid'][0]}x{res['grid'][1]}, batch "
                      f"{res['batch_size']}x{res['world_size']}, {res['device']}, {res['date']}", fontsize=8)
         ax.margins(y=0.2)
     fig.suptitle("U-Net/ResNet-18 t→t+1: samples/s by data source")
