@@ -46,12 +46,21 @@ def test_results_come_in_order(workers, depth):
 def test_depth_bounds_items_started_ahead_of_the_consumer():
     fn = Tracker()
     p = OrderedPrefetch(fn, range(100), workers=4, depth=3)
-    time.sleep(0.1)  # the consumer takes nothing: workers stop after `depth` items
-    assert len(fn.started) == 3 and p.ready() == 3
+    _until(lambda: p.ready() == 3)  # the consumer takes nothing: workers stop after `depth` items
+    time.sleep(0.05)
+    assert len(fn.started) == 3
     p.get()
+    _until(lambda: len(fn.started) == 4)
     time.sleep(0.05)
     assert len(fn.started) == 4
     p.close()
+
+
+def _until(cond, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert cond()
 
 
 def test_error_arrives_at_its_position_and_stops_new_work():
