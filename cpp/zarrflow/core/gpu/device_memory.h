@@ -86,8 +86,6 @@ class GpuMemoryPool {
   Result<GpuBuffer> acquire(std::size_t size);
   [[nodiscard]] std::size_t cached_bytes() const { return cache_.cached_bytes(); }
   [[nodiscard]] std::size_t budget() const { return cache_.budget(); }
-  // Keep up to `bytes` of freed memory for reuse (raises the budget, never lowers it).
-  void raise_budget(std::size_t bytes) { cache_.raise_budget(bytes); }
   [[nodiscard]] std::size_t in_use() const { return in_use_.load(); }
   [[nodiscard]] std::size_t peak_in_use() const { return peak_.load(); }
   // Frees the idle cached memory (not what is in use); returns the bytes freed.
