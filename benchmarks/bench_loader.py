@@ -213,6 +213,7 @@ def main() -> int:
             pool = field_pool() if pool is None else pool
             t0 = time.perf_counter()
             writer(path, nt, pool, chunk_hw=chunk_hw)
+            os.sync()  # write-back of a fresh store would compete with the timed reads
             (path / ".complete").touch()
             print(f"wrote {path.name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     wb2_vars = ["2m_temperature"] + [f"{v}@500" for v in VARS]
