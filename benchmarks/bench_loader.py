@@ -246,15 +246,19 @@ def main() -> int:
             plan.append((cfg, "640x1280", "float32", 0.0, workers))
         plan.append((cfg, "721x1440", "bfloat16", 0.0, 2))
         plan.append((cfg, "721x1440", "bfloat16", 0.05, 2))
+    def epochs_for(variables) -> int:
+        # Short epochs (7 batches of the 6-channel store) need more of them for a steady rate.
+        return args.epochs * (4 if len(variables) < 16 else 1)
+
+    def loader_name(workers: int) -> str:
+        return f"zarrflow-gpu ({workers} worker{'s' if workers > 1 else ''})"
+
     for (store, variables, stats, label), grid, dtype, step, workers in plan:
         print(f"run: {label} {grid} {dtype} step={step} workers={workers}", flush=True)
-        # Short epochs (7 batches of the 6-channel store) need more of them for a steady rate.
-        epochs = args.epochs * (4 if len(variables) < 16 else 1)
         r = run_zarrflow(store, variables, crop=crops[grid], dtype=dtype,
                          normalize=stats if dtype != "float32" else None, step_s=step,
-                         workers=workers, epochs=epochs)
-        r.update(store=label, grid=grid, dtype=dtype, step_s=step,
-                 loader=f"zarrflow-gpu ({workers} worker{'s' if workers > 1 else ''})")
+                         workers=workers, epochs=epochs_for(variables))
+        r.update(store=label, grid=grid, dtype=dtype, step_s=step, loader=loader_name(workers))
         results["runs"].append(r)
         print(json.dumps(r), flush=True)
     # The GPU cache of compressed chunks: the warm-up epoch fills it, the timed epochs read from it.
@@ -266,11 +270,9 @@ def main() -> int:
                                   tiers if args.full or args.only_cache else tiers[:2]):
             print(f"run: {label} {tier} cache, {workers} workers", flush=True)
             r = run_zarrflow(store, variables, crop=None, dtype="float32", normalize=None,
-                             step_s=0.0, epochs=args.epochs * (4 if len(variables) < 16 else 1),
-                             workers=workers, **kw)
+                             step_s=0.0, epochs=epochs_for(variables), workers=workers, **kw)
             r.update(store=label, grid="721x1440", dtype="float32", step_s=0.0,
-                     loader=f"zarrflow-gpu ({workers} worker{'s' if workers > 1 else ''}) "
-                            f"+ 30 GB {tier} chunk cache")
+                     loader=f"{loader_name(workers)} + 30 GB {tier} chunk cache")
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
     (out / f"bench_loader{tag}.json").write_text(json.dumps(results, indent=2))

@@ -263,7 +263,7 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
               else torch.cuda.current_stream(device))
     with torch.cuda.stream(stream):
         epochs = train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, device,
-                              world)
+                              rank, world)
     timed = epochs[1:] or epochs
     loader = getattr(train_iter, "loader", None)
     if loader is not None and rank == 0:  # where the loader's time went (GPU stage times, waits)
@@ -279,8 +279,8 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
             "data_wait_fraction": float(np.mean([e["data_wait_fraction"] for e in timed]))}
 
 
-def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, device, world) -> list:
-    rank = dist.get_rank() if world > 1 else 0
+def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, device, rank,
+                 world) -> list:
     epochs = []
     for epoch in range(args.epochs):
         if model is not None:

@@ -243,26 +243,24 @@ void release_via_pool(py::TensorState& st, int device) {
   };
 }
 
+// Makes `device` current, or throws why no GPU can be used.
+void use_device(int device) {
+  Status s = gpu::device_available();
+  if (s.ok()) {
+    if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
+      s = gpu::cuda_status(e, "cudaSetDevice");
+  }
+  throw_if_error(std::move(s));
+}
+
 // A CUDA stream of zarrflow's own (non-blocking), for callers that run several reads at once
 // (the loader's workers); destroyed with the object, after its queued work.
 struct StreamHandle {
-  cudaStream_t stream = nullptr;
+  gpu::Stream stream;
   int device = 0;
   explicit StreamHandle(int dev) : device(dev) {
-    Status s = gpu::device_available();
-    if (s.ok()) {
-      if (cudaError_t e = cudaSetDevice(dev); e != cudaSuccess) s = gpu::cuda_status(e, "cudaSetDevice");
-    }
-    if (s.ok()) {
-      if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess)
-        s = gpu::cuda_status(e, "cudaStreamCreateWithFlags");
-    }
-    throw_if_error(std::move(s));
-  }
-  StreamHandle(const StreamHandle&) = delete;
-  StreamHandle& operator=(const StreamHandle&) = delete;
-  ~StreamHandle() {
-    if (stream != nullptr) cudaStreamDestroy(stream);
+    use_device(dev);
+    stream = value_or_throw(gpu::Stream::create());
   }
 };
 
@@ -333,12 +331,7 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
     return py::Tensor{st};
   }
 #ifdef ZARRFLOW_HAVE_CUDA
-  Status s = gpu::device_available();
-  if (s.ok()) {
-    if (cudaError_t e = cudaSetDevice(device_id); e != cudaSuccess)
-      s = gpu::cuda_status(e, "cudaSetDevice");
-  }
-  throw_if_error(std::move(s));
+  use_device(device_id);
   auto buf = std::make_shared<gpu::GpuBuffer>(
       value_or_throw(device_reader().device_pool().acquire(bytes)));
   st->data = buf->data();
@@ -566,7 +559,7 @@ NB_MODULE(_core, m) {
   nb::class_<StreamHandle>(m, "Stream", "A non-blocking CUDA stream of zarrflow's own.")
       .def(nb::init<int>(), "device"_a = 0)
       .def_prop_ro("handle",
-                   [](const StreamHandle& s) { return reinterpret_cast<std::uintptr_t>(s.stream); })
+                   [](const StreamHandle& s) { return reinterpret_cast<std::uintptr_t>(s.stream.get()); })
       .def_ro("device", &StreamHandle::device);
   m.def("pool_stats", []() {
     nb::dict d;

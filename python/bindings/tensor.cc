@@ -132,16 +132,12 @@ void bind_tensor(nb::module_& m) {
             if (t.state->device_type == 2) {
               // Array API: None = the legacy default stream (1); -1 = do not synchronise.
               std::intptr_t s = stream.is_none() ? 1 : nb::cast<std::intptr_t>(stream);
-              if (s != -1) {
-                if (t.state->wait_on) t.state->wait_on(static_cast<std::uintptr_t>(s));
-                auto& c = t.state->consumers;
-                if (std::find(c.begin(), c.end(), std::uintptr_t(s)) == c.end())
-                  c.push_back(static_cast<std::uintptr_t>(s));
-              } else if (t.state->release_after) {
-                // The consumer synchronises on its own: release after everything on the device.
-                auto& c = t.state->consumers;
-                if (std::find(c.begin(), c.end(), std::uintptr_t(1)) == c.end()) c.push_back(1);
-              }
+              if (s != -1 && t.state->wait_on) t.state->wait_on(static_cast<std::uintptr_t>(s));
+              // Released after the consumer's stream; one that synchronises on its own (-1):
+              // after the legacy stream, i.e. everything queued on blocking streams.
+              const auto after = static_cast<std::uintptr_t>(s == -1 ? 1 : s);
+              auto& c = t.state->consumers;
+              if (std::find(c.begin(), c.end(), after) == c.end()) c.push_back(after);
             }
             return to_dlpack(t.state);
           },

@@ -528,8 +528,7 @@ class Loader:
         raw = _core.empty_tensor(shape, "float32", dev, self.device_id)
         report = _core.read_batch(self._requests(samples, steps), raw, stream, self.gpu_decode,
                                   "auto", self._executor, self.cache, self.host_cache,
-                                  self._decode_executor,
-                                  self.host_decode_share if self.on_gpu else 0.0)
+                                  self._decode_executor, self.host_decode_share)
         if report:
             _gpu.say_once(report.get("notes", []))
             if self.missing == "error" and report["missing"]:
@@ -611,20 +610,21 @@ class Loader:
     def close(self) -> None:
         """Stop reading ahead and drop the chunk caches (the loader can still be iterated, it
         then reads from storage again)."""
-        primed, self._primed = getattr(self, "_primed", None), None
-        if primed is not None:
-            self._close(primed[1])
-        for cache in (getattr(self, "cache", None), getattr(self, "host_cache", None)):
+        self._drop_primed()
+        for cache in (self.cache, self.host_cache):
             if cache is not None:
                 cache.clear()
 
     def __del__(self) -> None:
-        primed = getattr(self, "_primed", None)
+        try:
+            self._drop_primed()
+        except Exception:  # interpreter shutdown (the atexit hook closed it) or a failed __init__
+            pass
+
+    def _drop_primed(self) -> None:
+        primed, self._primed = self._primed, None
         if primed is not None:
-            try:
-                self._close(primed[1])
-            except Exception:  # interpreter shutdown: the atexit hook closed it already
-                pass
+            self._close(primed[1])
 
     def _close(self, p: OrderedPrefetch) -> None:
         p.close()
