@@ -89,14 +89,23 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
     ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
                          normalize=normalize, shuffle="block", seed=0, prefetch=2,
                          workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb)
-    for e in range(2):  # warm-up epochs (page cache, pools grown to their working set)
+    # Warm-up epochs (page cache; pools grown to their working set): at least two, and until
+    # one makes no cudaMalloc / cudaHostAlloc (at most six).
+    calls = lambda: sum(v for k, v in zarrflow.memory_stats().items()  # noqa: E731
+                        if k.endswith(("_allocations", "_frees")))
+    for e in range(6):
+        before = calls()
         ld.set_epoch(100 + e)
         for _ in ld:
             pass
-    st0 = ld.stats()
+        if e >= 1 and calls() == before:
+            break
+    st0, mem0 = ld.stats(), zarrflow.memory_stats()
     per_sample = 2 * len(variables) * int(np.prod(ld.spatial_shape)) * (2 if dtype != "float32" else 4)
     t0, n, waited = time.perf_counter(), 0, 0.0
+    epoch_s = []
     for e in range(epochs):
+        te = time.perf_counter()
         ld.set_epoch(e + 1)
         it = iter(ld)
         while True:
@@ -111,14 +120,18 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
             if step_s:
                 torch.cuda._sleep(int(step_s * 1.4e9))  # ~step_s of GPU "training"
                 torch.cuda.synchronize()
+        epoch_s.append(round(time.perf_counter() - te, 4))
     wall = time.perf_counter() - t0
-    st = ld.stats()
+    st, mem = ld.stats(), zarrflow.memory_stats()
+    ld.close()
     return {"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
             "wait_fraction": waited / wall, "wall_s": wall, "samples": n, "workers": workers,
             "stored_GB": (st["stored_bytes"] - st0["stored_bytes"]) / 1e9,
             "deduplicated": st["deduplicated"], "cpu_decoded": st["cpu_decoded"],
             "cache_hits": st["cache_hits"], "host_cache_hits": st["host_cache_hits"],
-            "chunks": st["chunks"]}
+            "chunks": st["chunks"], "epoch_s": epoch_s,
+            # pool calls during the timed epochs (a steady loader makes none)
+            "pool_calls": {k: mem[k] - mem0.get(k, 0) for k in mem if k.endswith(("_allocations", "_frees"))}}
 
 
 class TsDataset:
@@ -228,7 +241,7 @@ def main() -> int:
     plan = []  # (config, grid, dtype, step, workers)
     for cfg in ([] if args.only_cache else configs):
         if args.seed_chunks:
-            for workers in (2, 3):
+            for workers in (3, 2):
                 plan.append((cfg, "640x1280", "float32", 0.0, workers))
             continue
         if args.full:

@@ -19,7 +19,9 @@ A run may be listed more than once (``synthetic,zarrflow-gpu,synthetic``): real/
 divides by the mean of the synthetic runs, which brackets drift of the GPU's speed over time.
 ``--train-stream high`` runs training on a high-priority CUDA stream, so the GPU's block
 scheduler prefers the model's kernels over the loader's when both are queued.
-``--no-train`` drops the model (loader only). Per epoch and averaged over the epochs after the
+``synthetic+RUN`` trains on the synthetic tensors while RUN's loader runs alongside (each step
+takes a real batch and drops it): the cost of the loader's work to the model's steps, with the
+inputs of the synthetic run. ``--no-train`` drops the model (loader only). Per epoch and averaged over the epochs after the
 first (warm-up), each run reports samples/s, MB/s of (x, y) bytes as delivered to the model, and
 the fraction of step time spent waiting for data:
 
@@ -238,7 +240,7 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
     torch.manual_seed(args.seed)
     nchan = len(args.channels)
     h, w = args.spatial
-    train_model = not args.no_train or kind == "synthetic"
+    train_model = not args.no_train or kind.startswith("synthetic")
     model = opt = None
     if train_model:
         model = UNetResNet18(nchan).to(device)
@@ -256,7 +258,19 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
         train_iter = lambda e: ((xs, ys) for _ in range(steps))  # noqa: E731
         val_iter = lambda: ((xs, ys) for _ in range(2))  # noqa: E731
     else:
-        train_iter, val_iter, steps = make_data(kind, args, stats, split, device, rank, world)
+        train_iter, val_iter, steps = make_data(kind.removeprefix("synthetic+"), args, stats,
+                                                split, device, rank, world)
+    if kind.startswith("synthetic+"):  # the model sees the synthetic tensors, the loader runs
+        gen = torch.Generator(device=device).manual_seed(args.seed + rank)
+        xs = torch.randn(args.batch_size, nchan, h, w, device=device, generator=gen, dtype=tdtype)
+        ys = torch.randn(args.batch_size, nchan, h, w, device=device, generator=gen, dtype=tdtype)
+        data_iter = train_iter
+
+        def train_iter(e):  # same pace as a real run: each step takes (and drops) a real batch
+            for x, _ in data_iter(e):
+                yield xs[: x.shape[0]], ys[: x.shape[0]]
+        train_iter.loader = getattr(data_iter, "loader", None)
+        val_iter = lambda: ((xs, ys) for _ in range(2))  # noqa: E731
     sample_bytes = 2 * nchan * h * w * (2 if args.bf16 else 4)
     torch.cuda.synchronize(device)
     stream = (torch.cuda.Stream(device, priority=-100) if args.train_stream == "high"
@@ -272,6 +286,12 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
               f"(GPU: H2D {st['h2d_ms'] / 1e3:.2f} s, decode {st['decode_ms'] / 1e3:.2f} s, "
               f"scatter {st['scatter_ms'] / 1e3:.2f} s), consumer waited {st['wait_s']:.2f} s, "
               f"mean queue depth {st['mean_queue_depth']:.2f}", flush=True)
+        mem = zarrflow.memory_stats()
+        if mem:  # pool calls so far in this process: a steady loader stops making them
+            print(f"  [{kind}] pools: device {mem['device_allocations']} allocations, "
+                  f"{mem['device_frees']} frees, peak {mem['device_peak'] / 1e9:.1f} GB; pinned "
+                  f"{mem['pinned_allocations']} allocations, {mem['pinned_frees']} frees, peak "
+                  f"{mem['pinned_peak'] / 1e9:.1f} GB", flush=True)
     return {"run": kind, "train": train_model, "epochs": epochs,
             "loader_stats": loader.stats() if loader is not None else None,
             "samples_per_s": sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed),
@@ -287,6 +307,7 @@ def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, dev
             model.train()
         wait = compute = 0.0
         n = 0
+        step_ms = []
         torch.cuda.synchronize(device)
         t_epoch = time.perf_counter()
         it = train_iter(epoch)
@@ -310,8 +331,12 @@ def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, dev
             t2 = time.perf_counter()
             wait += t1 - t0
             compute += t2 - t1
+            step_ms.append(1e3 * (t2 - t1))
             n += x.shape[0]
         wall = time.perf_counter() - t_epoch
+        # wall = waits + compute + the rest (the epoch's start and end: the last next() that
+        # ends the pass, the loader's read-ahead for the next epoch starting)
+        outside = wall - wait - compute
         val_loss = float("nan")
         if model is not None:
             model.eval()
@@ -321,22 +346,28 @@ def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, dev
                     tot += float(loss_fn(model(x), y)) * x.shape[0]
                     cnt += x.shape[0]
             val_loss = tot / max(cnt, 1)
-        t = torch.tensor([n, wall, wait, wait + compute, val_loss], device=device, dtype=torch.float64)
+        t = torch.tensor([n, wall, wait, wait + compute, val_loss, compute, outside,
+                          float(np.median(step_ms)) if step_ms else 0.0],
+                         device=device, dtype=torch.float64)
         if world > 1:  # samples add up; times: the slowest rank; val loss: mean
             s = t.clone()
             dist.all_reduce(s, op=dist.ReduceOp.SUM)
             m = t.clone()
             dist.all_reduce(m, op=dist.ReduceOp.MAX)
-            t = torch.stack([s[0], m[1], s[2] / world, s[3] / world, s[4] / world])
-        n_all, wall_all, wait_all, step_all, vl = t.tolist()
+            t = torch.cat([torch.stack([s[0], m[1]]), s[2:] / world])
+        n_all, wall_all, wait_all, step_all, vl, compute_all, outside_all, med = t.tolist()
         rec = {"epoch": epoch, "samples": int(n_all), "seconds": wall_all,
                "samples_per_s": n_all / wall_all, "MBps": n_all * sample_bytes / wall_all / 1e6,
-               "data_wait_fraction": wait_all / max(step_all, 1e-12), "val_loss": vl}
+               "data_wait_fraction": wait_all / max(step_all, 1e-12), "val_loss": vl,
+               "wait_s": wait_all, "compute_s": compute_all, "outside_steps_s": outside_all,
+               "step_ms_median": med}
         epochs.append(rec)
         if rank == 0:
             print(f"  [{kind}] epoch {epoch}: {rec['samples']} samples in {wall_all:.2f} s, "
                   f"{rec['samples_per_s']:.1f} samples/s, {rec['MBps']:.0f} MB/s, waiting for data "
-                  f"{100 * rec['data_wait_fraction']:.1f}%, val loss {vl:.4f}", flush=True)
+                  f"{100 * rec['data_wait_fraction']:.1f}%, val loss {vl:.4f} | compute "
+                  f"{compute_all:.3f} s (median step {med:.1f} ms), waits {wait_all:.3f} s, "
+                  f"outside steps {outside_all:.3f} s", flush=True)
     return epochs
 
 
@@ -371,6 +402,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--synthetic-steps", type=int, default=0,
                     help="steps per synthetic epoch (default: the real train epoch's)")
     ap.add_argument("--grid", default="721x1440", help="synthetic-only runs: HxW")
+    ap.add_argument("--switch-interval", type=float, default=0.0,
+                    help="Python's thread switch interval (s) for this process (default: Python's, "
+                         "5 ms): how long the training thread may wait for a loader thread "
+                         "holding the GIL")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, help="write results JSON + Markdown table here")
     args = ap.parse_args(argv)
@@ -383,14 +418,19 @@ def main(argv: list[str] | None = None) -> int:
     if world > 1:
         dist.init_process_group("nccl", device_id=device)
 
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     runs = [r for r in args.runs.split(",") if r]
     known = {"synthetic", "zarrflow-gpu", "zarrflow-gpu-hostdecode", "zarrflow-cpu",
              "baseline-tensorstore", "baseline-xarray"}
-    bad = {r for r in runs if r.split("@")[0] not in known
-           or ("@" in r and r.split("@")[0] != "zarrflow-gpu")}
+    base = [r.removeprefix("synthetic+") for r in runs]
+    bad = {r for r, b in zip(runs, base) if b.split("@")[0] not in known
+           or ("@" in b and b.split("@")[0] != "zarrflow-gpu")
+           or (r.startswith("synthetic+") and b == "synthetic")}
     if bad:
         ap.error(f"unknown runs {sorted(bad)}; choose from {sorted(known)} "
-                 f"(zarrflow-gpu@F: host_decode_share F)")
+                 f"(zarrflow-gpu@F: host_decode_share F; synthetic+RUN: the model trains on "
+                 f"synthetic tensors while RUN's loader runs alongside)")
     stats, split = None, None
     if args.store:
         g = zarrflow.open_group(args.store)

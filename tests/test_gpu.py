@@ -120,6 +120,22 @@ def test_gpu_decoders_take_every_supported_codec(codec_stores):
         assert r["cpu_decoded"] == 0 and r["gpu_decoded"] > 0, (name, r)
 
 
+def test_host_decoded_chunks_reach_the_gpu_unchanged(codec_stores):
+    """gpu_decode="off": the host threads decode, and each block goes up straight into a dense
+    destination (one chunk, a whole-row window) or through device scratch and a scatter (a
+    window whose rows are strided in the destination) — the same bytes either way."""
+    for name, (path, data) in codec_stores.items():
+        arr = zarrflow.open(path)
+        for reg in [(slice(0, 1), slice(0, 25), slice(0, 35)),   # one chunk, dense destination
+                    (slice(2, 4), slice(0, 50), slice(0, 70)),   # chunks strided in the rows
+                    (slice(0, 6), slice(10, 40), slice(20, 60)),  # strided destinations
+                    (slice(1, 2), slice(0, 25), slice(35, 70))]:  # another single chunk
+            t = arr.read(reg, device="cuda", gpu_decode="off")
+            assert np.array_equal(host_bytes(t), cpu_bytes(data[reg])), (name, reg)
+            r = arr.last_read_report
+            assert r["gpu_decoded"] == 0 and r["cpu_decoded"] > 0, (name, r)
+
+
 def _corrupt_once(path: Path, rng: random.Random) -> None:
     chunks = [p for p in path.rglob("*") if p.is_file() and not p.name.startswith((".", "zarr.json"))]
     victim = rng.choice(chunks)

@@ -238,6 +238,31 @@ def test_pool_keeps_the_working_set_and_trims_on_request(store):
     assert zarrflow.memory_stats()["device_cached"] == 0
 
 
+@pytest.mark.parametrize("gpu_decode", ["auto", "off"])
+def test_steady_epochs_allocate_and_free_nothing(store, gpu_decode):
+    """Once the pools hold a loader's working set, later epochs make no cudaMalloc /
+    cudaHostAlloc and no free (a free waits for the whole GPU, stalling the model), also while
+    the consumer keeps each batch through a step of its own."""
+    ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, workers=1, prefetch=2,
+                         dtype="bfloat16", normalize=zarrflow.compute_stats(store, VARS),
+                         gpu_decode=gpu_decode, output="torch")
+
+    def epoch(e):
+        ld.set_epoch(e)
+        for b in ld:
+            (b["x"].float().mean() + b["y"].float().mean()).item()  # a "step" using the batch
+
+    for e in range(3):
+        epoch(e)
+    before = zarrflow.memory_stats()
+    for e in range(3, 6):
+        epoch(e)
+    after = zarrflow.memory_stats()
+    for k in ("device_allocations", "device_frees", "pinned_allocations", "pinned_frees"):
+        assert after[k] == before[k], (k, before, after)
+    ld.close()
+
+
 def test_host_decode_share_splits_decoding_and_changes_no_bits(store):
     kw = dict(batch_size=4, shuffle=False)
     cpu = zarrflow.Loader(store, VARS, device="cpu", output="numpy", **kw)

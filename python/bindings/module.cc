@@ -570,6 +570,8 @@ NB_MODULE(_core, m) {
       d[(n + "_peak").c_str()] = pool->peak_in_use();
       d[(n + "_cached").c_str()] = pool->cached_bytes();
       d[(n + "_budget").c_str()] = pool->budget();
+      d[(n + "_allocations").c_str()] = pool->allocations();
+      d[(n + "_frees").c_str()] = pool->frees();
     }
     d["device_pending_releases"] = device_reader().device_pool().pending_releases();
     return d;

@@ -80,7 +80,9 @@ def parse_device(device: str) -> tuple[str, int]:
 
 
 def memory_stats() -> dict:
-    """Bytes of GPU and pinned host memory zarrflow's pools hold: in use, peak, idle (cached)."""
+    """Bytes of GPU and pinned host memory zarrflow's pools hold: in use, peak, idle (cached),
+    budget; and how many cudaMalloc/cudaHostAlloc calls (``*_allocations``) and frees
+    (``*_frees``) they made — a steady loader makes none after its first batches."""
     if not hasattr(_core, "pool_stats"):
         return {}
     return dict(_core.pool_stats())

@@ -65,7 +65,7 @@ void Buffer::trim_front(std::size_t n) {
   capacity_ -= n;
 }
 
-std::pair<std::byte*, std::size_t> AllocationCache::take(std::size_t size) {
+AllocationCache::Allocation AllocationCache::take(std::size_t size) {
   std::lock_guard lock(mu_);
   std::size_t best = free_.size();
   for (std::size_t i = 0; i < free_.size(); ++i) {
@@ -76,20 +76,24 @@ std::pair<std::byte*, std::size_t> AllocationCache::take(std::size_t size) {
   if (best == free_.size()) return {nullptr, 0};
   auto found = free_[best];
   cached_ -= found.second;
-  free_[best] = free_.back();
-  free_.pop_back();
+  free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));  // keeps the release order
   return found;
 }
 
-bool AllocationCache::put(std::byte* p, std::size_t capacity) {
+std::vector<AllocationCache::Allocation> AllocationCache::put(std::byte* p, std::size_t capacity) {
   std::lock_guard lock(mu_);
-  if (cached_ + capacity > max_cached_) return false;
+  if (capacity > max_cached_) return {{p, capacity}};
+  std::size_t evict = 0, freed = 0;
+  while (cached_ - freed + capacity > max_cached_) freed += free_[evict++].second;
+  std::vector<Allocation> out(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(evict));
+  free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(evict));
+  cached_ -= freed;
   free_.emplace_back(p, capacity);
   cached_ += capacity;
-  return true;
+  return out;
 }
 
-std::vector<std::pair<std::byte*, std::size_t>> AllocationCache::drain() {
+std::vector<AllocationCache::Allocation> AllocationCache::drain() {
   std::lock_guard lock(mu_);
   cached_ = 0;
   return std::exchange(free_, {});
@@ -130,7 +134,7 @@ Buffer BufferPool::acquire(std::size_t size) {
 }
 
 void BufferPool::release(std::byte* alloc, std::size_t capacity) {
-  if (!cache_.put(alloc, capacity)) std::free(alloc);
+  for (auto& [p, cap] : cache_.put(alloc, capacity)) std::free(p);
 }
 
 }  // namespace zarrflow

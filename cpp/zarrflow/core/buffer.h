@@ -24,15 +24,22 @@ class BufferPool;
 // Freed allocations kept for reuse, best fit among those at most 2x too large, within a byte
 // budget. The memory itself is the owner's business (host, pinned or device): the cache only
 // hands back pointers. Thread-safe.
+//
+// Over budget, the allocations released longest ago go first, not the one just released: when
+// the sizes a workload needs change (a larger batch, another store), the stale sizes leave once
+// and the new working set stays. Refusing the newest instead would free and re-allocate it on
+// every cycle — for device and pinned memory a cudaFree / cudaHostAlloc, which stall the GPU.
 class AllocationCache {
  public:
+  using Allocation = std::pair<std::byte*, std::size_t>;  // (allocation, capacity)
   explicit AllocationCache(std::size_t max_cached_bytes) : max_cached_(max_cached_bytes) {}
   // A cached allocation with capacity in [size, 2 * size + 4096], or {nullptr, 0}.
-  std::pair<std::byte*, std::size_t> take(std::size_t size);
-  // Keeps the allocation if the budget allows; false means the caller must free it.
-  bool put(std::byte* p, std::size_t capacity);
+  Allocation take(std::size_t size);
+  // Keeps the allocation, evicting the least recently released ones to stay within the budget;
+  // returns what the caller must free (the allocation itself if it alone exceeds the budget).
+  [[nodiscard]] std::vector<Allocation> put(std::byte* p, std::size_t capacity);
   // Empties the cache, returning every allocation for the caller to free.
-  std::vector<std::pair<std::byte*, std::size_t>> drain();
+  std::vector<Allocation> drain();
   [[nodiscard]] std::size_t cached_bytes() const;
   // Raises the budget to at least `bytes` (never lowers it).
   void raise_budget(std::size_t bytes);
@@ -40,7 +47,7 @@ class AllocationCache {
 
  private:
   mutable std::mutex mu_;
-  std::vector<std::pair<std::byte*, std::size_t>> free_;  // (allocation, capacity)
+  std::vector<Allocation> free_;  // oldest release first
   std::size_t cached_ = 0;
   std::size_t max_cached_;
 };

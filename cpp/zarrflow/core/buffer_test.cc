@@ -9,14 +9,54 @@ std::byte* fake(std::uintptr_t n) { return reinterpret_cast<std::byte*>(n * 4096
 
 TEST(AllocationCache, KeepsWithinBudgetBestFitAtMostTwiceTheSize) {
   AllocationCache cache(1000);
-  EXPECT_TRUE(cache.put(fake(1), 600));
-  EXPECT_FALSE(cache.put(fake(2), 500));  // over the budget: the caller frees it
-  EXPECT_TRUE(cache.put(fake(3), 400));
+  EXPECT_TRUE(cache.put(fake(1), 600).empty());
+  EXPECT_TRUE(cache.put(fake(3), 400).empty());
   EXPECT_EQ(cache.cached_bytes(), 1000u);
   EXPECT_EQ(cache.take(200).first, fake(3));  // 400 <= 2 * 200 + 4096: the smaller fits best
   EXPECT_EQ(cache.take(5000).first, nullptr);  // nothing that large
   EXPECT_EQ(cache.take(550).first, fake(1));
   EXPECT_EQ(cache.cached_bytes(), 0u);
+}
+
+TEST(AllocationCache, OverBudgetTheOldestReleasesGo) {
+  AllocationCache cache(1000);
+  EXPECT_TRUE(cache.put(fake(1), 300).empty());
+  EXPECT_TRUE(cache.put(fake(2), 300).empty());
+  EXPECT_TRUE(cache.put(fake(3), 300).empty());
+  // 500 more: the two released first leave, the one just released stays.
+  auto out = cache.put(fake(4), 500);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].first, fake(1));
+  EXPECT_EQ(out[1].first, fake(2));
+  EXPECT_EQ(cache.cached_bytes(), 800u);
+  EXPECT_EQ(cache.take(450).first, fake(4));
+  // Taking one keeps the others' order: 3 is still the oldest.
+  EXPECT_TRUE(cache.put(fake(5), 200).empty());
+  out = cache.put(fake(6), 600);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, fake(3));
+  // Larger than the whole budget: handed straight back.
+  out = cache.put(fake(7), 1001);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, fake(7));
+  EXPECT_EQ(cache.cached_bytes(), 800u);
+}
+
+// A workload whose sizes change (another store, a larger batch): after one round the cache
+// holds the new working set and the old sizes are gone, so steady state frees nothing.
+TEST(AllocationCache, AdaptsToANewWorkingSet) {
+  AllocationCache cache(1000);
+  for (std::uintptr_t i = 1; i <= 10; ++i) EXPECT_TRUE(cache.put(fake(i), 100).empty());
+  std::size_t freed = 0;
+  for (std::uintptr_t i = 11; i <= 12; ++i) freed += cache.put(fake(i), 500).size();
+  EXPECT_EQ(freed, 10u);
+  for (int round = 0; round < 3; ++round) {
+    auto a = cache.take(480), b = cache.take(480);
+    ASSERT_NE(a.first, nullptr);
+    ASSERT_NE(b.first, nullptr);
+    EXPECT_TRUE(cache.put(a.first, a.second).empty());
+    EXPECT_TRUE(cache.put(b.first, b.second).empty());
+  }
 }
 
 TEST(AllocationCache, BudgetOnlyRises) {
@@ -25,7 +65,7 @@ TEST(AllocationCache, BudgetOnlyRises) {
   EXPECT_EQ(cache.budget(), 100u);
   cache.raise_budget(300);
   EXPECT_EQ(cache.budget(), 300u);
-  EXPECT_TRUE(cache.put(fake(1), 250));
+  EXPECT_TRUE(cache.put(fake(1), 250).empty());
   EXPECT_EQ(cache.drain().size(), 1u);
   EXPECT_EQ(cache.cached_bytes(), 0u);
 }

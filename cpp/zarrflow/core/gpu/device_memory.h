@@ -88,6 +88,10 @@ class GpuMemoryPool {
   [[nodiscard]] std::size_t budget() const { return cache_.budget(); }
   [[nodiscard]] std::size_t in_use() const { return in_use_.load(); }
   [[nodiscard]] std::size_t peak_in_use() const { return peak_.load(); }
+  // cudaMalloc / cudaHostAlloc calls and frees so far: a steady workload should make none (each
+  // costs milliseconds, and a free waits for the whole device).
+  [[nodiscard]] std::size_t allocations() const { return allocations_.load(); }
+  [[nodiscard]] std::size_t frees() const { return frees_.load(); }
   // Frees the idle cached memory (not what is in use); returns the bytes freed.
   std::size_t trim();
 
@@ -102,7 +106,8 @@ class GpuMemoryPool {
  private:
   friend class GpuBuffer;
   void release(std::byte* p, std::size_t capacity);
-  static void free_raw(MemoryKind kind, std::byte* p);
+  void free_raw(std::byte* p);  // counted
+  static void free_memory(MemoryKind kind, std::byte* p);
   void poll_pending();
   void note_in_use(std::size_t capacity);
 
@@ -113,7 +118,7 @@ class GpuMemoryPool {
 
   MemoryKind kind_;
   AllocationCache cache_;
-  std::atomic<std::size_t> in_use_{0}, peak_{0};
+  std::atomic<std::size_t> in_use_{0}, peak_{0}, largest_{0}, allocations_{0}, frees_{0};
   std::mutex pending_mu_;
   std::vector<Pending> pending_;
 };

@@ -1,6 +1,7 @@
 #include "zarrflow/core/gpu/device_memory.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace zarrflow::gpu {
 
@@ -27,7 +28,7 @@ GpuBuffer::~GpuBuffer() {
   if (pool_ != nullptr) {
     pool_->release(data_, capacity_);
   } else {
-    GpuMemoryPool::free_raw(kind_, data_);
+    GpuMemoryPool::free_memory(kind_, data_);
   }
 }
 
@@ -46,7 +47,7 @@ GpuMemoryPool::~GpuMemoryPool() {
       for (cudaEvent_t e : p.events) cudaEventDestroy(e);
     pending_.clear();
   }
-  for (auto& [p, cap] : cache_.drain()) free_raw(kind_, p);
+  for (auto& [p, cap] : cache_.drain()) free_raw(p);
 }
 
 void GpuMemoryPool::release_after(std::shared_ptr<void> keep,
@@ -104,7 +105,12 @@ std::size_t GpuMemoryPool::pending_releases() {
   return pending_.size();
 }
 
-void GpuMemoryPool::free_raw(MemoryKind kind, std::byte* p) {
+void GpuMemoryPool::free_raw(std::byte* p) {
+  ++frees_;
+  free_memory(kind_, p);
+}
+
+void GpuMemoryPool::free_memory(MemoryKind kind, std::byte* p) {
   if (kind == MemoryKind::kDevice) {
     cudaFree(p);
   } else {
@@ -114,9 +120,15 @@ void GpuMemoryPool::free_raw(MemoryKind kind, std::byte* p) {
 
 Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
   poll_pending();
+  // Above 2 MiB, capacities come in steps of 2 MiB or an eighth of the size's power of two,
+  // whichever is larger (at most 12.5% unused): a batch's staging, whose size varies a little
+  // from batch to batch, then reuses the same allocation instead of needing a slightly larger one.
+  // Up to 2 MiB (tables, status words, small chunks), powers of two: few classes, so buffers
+  // whose size depends on the batch's chunk count find a cached one.
   constexpr std::size_t kGranule = std::size_t{2} << 20;
-  const std::size_t cap = size <= kGranule ? std::max<std::size_t>(size, 256)
-                                           : (size + kGranule - 1) / kGranule * kGranule;
+  const std::size_t step = std::max(kGranule, std::bit_floor(size) / 8);
+  const std::size_t cap = size <= kGranule ? std::bit_ceil(std::max<std::size_t>(size, 256))
+                                           : (size + step - 1) / step * step;
   GpuBuffer b;
   b.kind_ = kind_;
   b.pool_ = this;
@@ -132,7 +144,7 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
                                                  : cudaHostAlloc(&p, cap, cudaHostAllocDefault);
   if (err != cudaSuccess) {
     // Give cached memory back and retry once before reporting.
-    for (auto& [q, c] : cache_.drain()) free_raw(kind_, q);
+    for (auto& [q, c] : cache_.drain()) free_raw(q);
     cudaGetLastError();
     err = kind_ == MemoryKind::kDevice ? cudaMalloc(&p, cap)
                                        : cudaHostAlloc(&p, cap, cudaHostAllocDefault);
@@ -141,6 +153,7 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
           err, std::string(kind_ == MemoryKind::kDevice ? "cudaMalloc" : "cudaHostAlloc") + " of " +
                    std::to_string(cap) + " bytes");
   }
+  ++allocations_;
   b.data_ = static_cast<std::byte*>(p);
   b.capacity_ = cap;
   note_in_use(cap);
@@ -152,18 +165,25 @@ void GpuMemoryPool::note_in_use(std::size_t capacity) {
   std::size_t peak = peak_.load();
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
   }
-  if (now > peak) cache_.raise_budget(now);  // keep a working set of this size for reuse
+  std::size_t largest = largest_.load();
+  while (capacity > largest && !largest_.compare_exchange_weak(largest, capacity)) {
+  }
+  // Keep the peak working set for reuse, plus room for one more of the largest allocation: the
+  // sizes a batch needs drift between capacity classes, and without the slack each drift would
+  // evict (free) a buffer that the next batch allocates again.
+  if (now > peak || capacity > largest)
+    cache_.raise_budget(std::max(now, peak) + std::max(capacity, largest));
 }
 
 void GpuMemoryPool::release(std::byte* p, std::size_t capacity) {
   in_use_.fetch_sub(capacity);
-  if (!cache_.put(p, capacity)) free_raw(kind_, p);
+  for (auto& [q, cap] : cache_.put(p, capacity)) free_raw(q);
 }
 
 std::size_t GpuMemoryPool::trim() {
   std::size_t freed = 0;
   for (auto& [p, cap] : cache_.drain()) {
-    free_raw(kind_, p);
+    free_raw(p);
     freed += cap;
   }
   return freed;

@@ -60,6 +60,13 @@ std::uint64_t decoded_size(const Item& it) {
   return static_cast<std::uint64_t>(it.chain->array_to_bytes_spec().nbytes());
 }
 
+// Bytes of the selected block when decoded on the CPU (C order, the array's element type).
+std::uint64_t cpu_block_bytes(const Item& it) {
+  std::uint64_t elems = 1;
+  for (auto c : it.sel.count) elems *= std::uint64_t(c);
+  return elems * it.chain->spec().dtype.size;
+}
+
 // A scatter job copying `sel` of a C-order chunk of `chunk_shape` at `src` (device) into `dest`;
 // src == nullptr fills with `fill`. nullopt when the views need more than kMaxScatterDims.
 std::optional<ScatterJob> make_scatter(const std::byte* src, const Shape& chunk_shape,
@@ -563,9 +570,7 @@ Status ReadOp::prepare(Batch& b) {
     if (it.mode != Mode::kCpu) continue;
     if (!it.cpu_reason.empty()) note(it.cpu_reason);
     it.cpu_offset = cpu_total;
-    std::int64_t elems = 1;
-    for (auto c : it.sel.count) elems *= c;
-    cpu_total = align_up(cpu_total + std::uint64_t(elems) * it.chain->spec().dtype.size, 256);
+    cpu_total = align_up(cpu_total + cpu_block_bytes(it), 256);
   }
   if (cpu_total > 0) {
     ZF_ASSIGN_OR_RETURN(b.cpu_host, pinned_.acquire(cpu_total));
@@ -573,11 +578,7 @@ Status ReadOp::prepare(Batch& b) {
     ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
       const Item& it = items_[b.items[k]];
       if (it.mode != Mode::kCpu) return {};
-      std::int64_t elems = 1;
-      for (auto c : it.sel.count) elems *= c;
-      return cpu_decode(
-          it, staged,
-          ByteSpan(cpu + it.cpu_offset, std::uint64_t(elems) * it.chain->spec().dtype.size));
+      return cpu_decode(it, staged, ByteSpan(cpu + it.cpu_offset, cpu_block_bytes(it)));
     }));
   }
   return {};
@@ -649,7 +650,17 @@ Status ReadOp::enqueue(Batch& b) {
   if (shuffled_total) {
     ZF_ASSIGN_OR_RETURN(b.d_shuffled, device_.acquire(shuffled_total));
   }
-  if (b.cpu_host.data()) {
+  // CPU-decoded blocks whose destination is dense go up straight into it (a copy-engine
+  // transfer, no device scratch or scatter kernel); the others through d_cpu and a scatter.
+  std::vector<bool> cpu_copy_up(b.items.size(), false);
+  bool any_cpu_scatter = false;
+  for (std::size_t k = 0; k < b.items.size(); ++k) {
+    const Item& it = items_[b.items[k]];
+    if (it.mode != Mode::kCpu) continue;
+    cpu_copy_up[k] = it.dest.is_c_contiguous(it.chain->spec().dtype.size);
+    any_cpu_scatter = any_cpu_scatter || !cpu_copy_up[k];
+  }
+  if (any_cpu_scatter) {
     ZF_ASSIGN_OR_RETURN(b.d_cpu, device_.acquire(b.cpu_host.size()));
   }
 
@@ -683,11 +694,12 @@ Status ReadOp::enqueue(Batch& b) {
       continue;
     }
     if (it.mode == Mode::kCpu) {
+      ++report_.cpu_decoded;
+      if (cpu_copy_up[k]) continue;
       auto j = make_scatter(b.d_cpu.data() + it.cpu_offset, it.sel.count,
                             Selection::full(it.sel.count), it.dest, elem, 1, nullptr);
       if (!j) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
       if (j->count) scatters.push_back(*j);
-      ++report_.cpu_decoded;
       continue;
     }
     const Target& t = targets[k];
@@ -841,10 +853,14 @@ Status ReadOp::enqueue(Batch& b) {
       b.to_cache.emplace_back(idx, std::move(c));
     }
   }
-  if (b.cpu_host.data()) {
-    ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.d_cpu.data(), b.cpu_host.data(), b.cpu_host.size(),
+  for (std::size_t k = 0; k < b.items.size(); ++k) {
+    const Item& it = items_[b.items[k]];
+    if (it.mode != Mode::kCpu) continue;
+    const std::uint64_t bytes = cpu_block_bytes(it);
+    std::byte* to = cpu_copy_up[k] ? it.dest.data : b.d_cpu.data() + it.cpu_offset;
+    ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, b.cpu_host.data() + it.cpu_offset, bytes,
                                             cudaMemcpyHostToDevice, stream));
-    report_.h2d_bytes += b.cpu_host.size();
+    report_.h2d_bytes += bytes;
   }
   ZF_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(dt, b.h_tables.data(), tb.size(), cudaMemcpyHostToDevice, stream));
@@ -896,9 +912,7 @@ Status ReadOp::enqueue(Batch& b) {
 Status ReadOp::upload_cpu_decoded(const Item& it, const std::byte* staged) {
   // A chunk the GPU could not decode but the CPU could: decode it here and copy it into place.
   const std::uint32_t elem = it.chain->spec().dtype.size;
-  std::int64_t elems = 1;
-  for (auto c : it.sel.count) elems *= c;
-  const std::uint64_t bytes = std::uint64_t(elems) * elem;
+  const std::uint64_t bytes = cpu_block_bytes(it);
   ZF_ASSIGN_OR_RETURN(GpuBuffer host, pinned_.acquire(std::max<std::uint64_t>(bytes, 1)));
   ZF_RETURN_IF_ERROR(cpu_decode(it, staged, ByteSpan(host.data(), bytes)));
   ZF_ASSIGN_OR_RETURN(GpuBuffer dev, device_.acquire(std::max<std::uint64_t>(bytes, 1)));

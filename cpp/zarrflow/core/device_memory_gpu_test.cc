@@ -1,0 +1,91 @@
+// GpuMemoryPool on a real device: capacity classes and reuse when sizes drift or change.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "zarrflow/core/gpu/device_memory.h"
+
+namespace zarrflow::gpu {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+class PoolTest : public ::testing::TestWithParam<MemoryKind> {
+ protected:
+  void SetUp() override {
+    Status s = device_available();
+    if (!s.ok()) GTEST_SKIP() << "no GPU: " << s.message();
+  }
+};
+
+// A staging buffer whose size varies a little from batch to batch keeps its allocation.
+TEST_P(PoolTest, SizesThatDriftReuseOneAllocation) {
+  GpuMemoryPool pool(GetParam(), 0);
+  std::byte* first = nullptr;
+  for (std::size_t size : {300 * kMiB, 301 * kMiB, 310 * kMiB, 299 * kMiB, 318 * kMiB}) {
+    auto b = pool.acquire(size);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    EXPECT_GE(b->capacity(), size);
+    EXPECT_LE(b->capacity(), size + size / 8 + 2 * kMiB);
+    if (first == nullptr) first = b->data();
+    EXPECT_EQ(b->data(), first) << "size " << size / kMiB << " MiB re-allocated";
+  }
+  EXPECT_EQ(pool.allocations(), 1u);
+  EXPECT_EQ(pool.frees(), 0u);
+}
+
+// After the working set changes (a small batch shape, then a large one), the old sizes are
+// evicted once and the new ones stay cached: later rounds allocate nothing.
+TEST_P(PoolTest, ANewWorkingSetStaysCached) {
+  GpuMemoryPool pool(GetParam(), 0);
+  for (int round = 0; round < 2; ++round) {
+    auto a = pool.acquire(8 * kMiB), b = pool.acquire(8 * kMiB);
+    ASSERT_TRUE(a.ok() && b.ok());
+  }
+  std::byte* big1 = nullptr;
+  std::byte* big2 = nullptr;
+  for (int round = 0; round < 3; ++round) {
+    auto a = pool.acquire(64 * kMiB), b = pool.acquire(64 * kMiB);
+    ASSERT_TRUE(a.ok() && b.ok());
+    if (round == 0) {
+      big1 = a->data();
+      big2 = b->data();
+    } else {
+      EXPECT_TRUE((a->data() == big1 && b->data() == big2) || (a->data() == big2 && b->data() == big1))
+          << "round " << round << " allocated again";
+    }
+  }
+  EXPECT_LE(pool.cached_bytes(), pool.budget());
+  EXPECT_EQ(pool.in_use(), 0u);
+  EXPECT_EQ(pool.budget(), pool.peak_in_use() + 64 * kMiB);  // the peak + one largest buffer
+  EXPECT_EQ(pool.allocations(), 4u);  // two small, two large
+  // 2 x 8 + 2 x 64 MiB fit the budget of 128 + 64 MiB: nothing needed freeing.
+  EXPECT_EQ(pool.frees(), 0u);
+}
+
+// Past the budget (peak + one largest buffer), the oldest idle buffers are freed, once.
+TEST_P(PoolTest, StaleSizesLeaveOnce) {
+  GpuMemoryPool pool(GetParam(), 0);
+  {
+    std::vector<GpuBuffer> small;
+    for (int i = 0; i < 8; ++i) small.push_back(*pool.acquire(4 * kMiB));
+  }  // 32 MiB peak, budget 36 MiB: all 8 stay cached
+  EXPECT_EQ(pool.frees(), 0u);
+  for (int round = 0; round < 3; ++round) {
+    auto a = pool.acquire(24 * kMiB), b = pool.acquire(24 * kMiB);
+    ASSERT_TRUE(a.ok() && b.ok());
+  }
+  EXPECT_EQ(pool.allocations(), 10u);  // 8 small, then 2 large, reused in later rounds
+  EXPECT_GE(pool.frees(), 1u);
+  EXPECT_LE(pool.frees(), 8u);
+  EXPECT_LE(pool.cached_bytes(), pool.budget());
+}
+
+INSTANTIATE_TEST_SUITE_P(DeviceAndPinned, PoolTest,
+                         ::testing::Values(MemoryKind::kDevice, MemoryKind::kPinned),
+                         [](const auto& info) {
+                           return info.param == MemoryKind::kDevice ? "Device" : "Pinned";
+                         });
+
+}  // namespace
+}  // namespace zarrflow::gpu
