@@ -82,6 +82,12 @@ def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71,
         t[ti].write(block).result()
 
 
+def pool_calls() -> dict:
+    """cudaMalloc/cudaHostAlloc calls and frees zarrflow's pools made so far (a steady loader
+    makes none)."""
+    return {k: v for k, v in zarrflow.memory_stats().items() if k.endswith(("_allocations", "_frees"))}
+
+
 def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epochs: int = 4,
                  cache_gb: float = 0.0, host_cache_gb: float = 0.0, workers: int = 2) -> dict:
     import torch
@@ -91,16 +97,14 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
                          workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb)
     # Warm-up epochs (page cache; pools grown to their working set): at least two, and until
     # one makes no cudaMalloc / cudaHostAlloc (at most six).
-    calls = lambda: sum(v for k, v in zarrflow.memory_stats().items()  # noqa: E731
-                        if k.endswith(("_allocations", "_frees")))
     for e in range(6):
-        before = calls()
+        before = pool_calls()
         ld.set_epoch(100 + e)
         for _ in ld:
             pass
-        if e >= 1 and calls() == before:
+        if e >= 1 and pool_calls() == before:
             break
-    st0, mem0 = ld.stats(), zarrflow.memory_stats()
+    st0, calls0 = ld.stats(), pool_calls()
     per_sample = 2 * len(variables) * int(np.prod(ld.spatial_shape)) * (2 if dtype != "float32" else 4)
     t0, n, waited = time.perf_counter(), 0, 0.0
     epoch_s = []
@@ -122,7 +126,7 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
                 torch.cuda.synchronize()
         epoch_s.append(round(time.perf_counter() - te, 4))
     wall = time.perf_counter() - t0
-    st, mem = ld.stats(), zarrflow.memory_stats()
+    st, calls = ld.stats(), pool_calls()
     ld.close()
     return {"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
             "wait_fraction": waited / wall, "wall_s": wall, "samples": n, "workers": workers,
@@ -131,7 +135,7 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
             "cache_hits": st["cache_hits"], "host_cache_hits": st["host_cache_hits"],
             "chunks": st["chunks"], "epoch_s": epoch_s,
             # pool calls during the timed epochs (a steady loader makes none)
-            "pool_calls": {k: mem[k] - mem0.get(k, 0) for k in mem if k.endswith(("_allocations", "_frees"))}}
+            "pool_calls": {k: v - calls0.get(k, 0) for k, v in calls.items()}}
 
 
 class TsDataset:

@@ -178,7 +178,7 @@ class SampleDataset(torch.utils.data.Dataset):
 
 def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: torch.device,
               rank: int, world: int):
-    """(train iterable factory(epoch) → iterator of (x, y) on the GPU, validation factory, steps)."""
+    """(train iterable factory(epoch) → iterator of (x, y) on the GPU, validation factory)."""
     dtype = "bfloat16" if args.bf16 else "float32"
     tr, va = split
     val_bs = max(1, min(args.batch_size, (len(va) - 1) // world))  # a short held-out range
@@ -206,7 +206,7 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
                            b["y"].pin_memory().to(device, non_blocking=True))
         train_factory = lambda e: wrap(train, e)  # noqa: E731
         train_factory.loader = train  # run() reports its stage counters
-        return train_factory, (lambda: wrap(val, 0)), len(train)
+        return train_factory, (lambda: wrap(val, 0))
 
     backend = kind.removeprefix("baseline-")
     mean, std = np.asarray(stats["mean"]), np.asarray(stats["std"])
@@ -228,7 +228,7 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
             dl.sampler.set_epoch(epoch)
         for x, y in dl:
             yield x.to(device, tdtype, non_blocking=True), y.to(device, tdtype, non_blocking=True)
-    return (lambda e: wrap_dl(train_dl, e)), (lambda: wrap_dl(val_dl, 0)), len(train_dl)
+    return (lambda e: wrap_dl(train_dl, e)), (lambda: wrap_dl(val_dl, 0))
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,27 +250,23 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
             model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index])
         opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     tdtype = torch.bfloat16 if args.bf16 else torch.float32
-    if kind == "synthetic":
-        steps = args.synthetic_steps
+    if kind.startswith("synthetic"):  # random batches already on the GPU
         gen = torch.Generator(device=device).manual_seed(args.seed + rank)
         xs = torch.randn(args.batch_size, nchan, h, w, device=device, generator=gen, dtype=tdtype)
         ys = torch.randn(args.batch_size, nchan, h, w, device=device, generator=gen, dtype=tdtype)
-        train_iter = lambda e: ((xs, ys) for _ in range(steps))  # noqa: E731
         val_iter = lambda: ((xs, ys) for _ in range(2))  # noqa: E731
-    else:
-        train_iter, val_iter, steps = make_data(kind.removeprefix("synthetic+"), args, stats,
-                                                split, device, rank, world)
-    if kind.startswith("synthetic+"):  # the model sees the synthetic tensors, the loader runs
-        gen = torch.Generator(device=device).manual_seed(args.seed + rank)
-        xs = torch.randn(args.batch_size, nchan, h, w, device=device, generator=gen, dtype=tdtype)
-        ys = torch.randn(args.batch_size, nchan, h, w, device=device, generator=gen, dtype=tdtype)
-        data_iter = train_iter
+    if kind == "synthetic":
+        train_iter = lambda e: ((xs, ys) for _ in range(args.synthetic_steps))  # noqa: E731
+    elif kind.startswith("synthetic+"):  # the model sees the synthetic tensors, the loader runs
+        data_iter, _ = make_data(kind.removeprefix("synthetic+"), args, stats, split, device,
+                                 rank, world)
 
         def train_iter(e):  # same pace as a real run: each step takes (and drops) a real batch
             for x, _ in data_iter(e):
                 yield xs[: x.shape[0]], ys[: x.shape[0]]
         train_iter.loader = getattr(data_iter, "loader", None)
-        val_iter = lambda: ((xs, ys) for _ in range(2))  # noqa: E731
+    else:
+        train_iter, val_iter = make_data(kind, args, stats, split, device, rank, world)
     sample_bytes = 2 * nchan * h * w * (2 if args.bf16 else 4)
     torch.cuda.synchronize(device)
     stream = (torch.cuda.Stream(device, priority=-100) if args.train_stream == "high"

@@ -96,41 +96,40 @@ if want rechunk; then
   tail -3 /tmp/bench_rechunk_stderr.log
 fi
 if want train; then
-  # TRAIN_CONFIGS: space-separated CHANNELS:LAYOUT:NGPU:NTIME, e.g. "6:wb2:1:160 71:stacked:2:64"
-  # (6 channels: WeatherBench2-style v2 store; 71: the seed's stacked v3 store). NGPU > 1 runs
-  # DDP through torchrun.
-  echo "== U-Net training: synthetic vs zarrflow vs baseline" | tee -a "$OUT/tests.log"
-  if [ -n "${TRAIN_PLAN:-}" ]; then
-    while read -r CH LAYOUT NGPU NT CODEC TAG ARGS; do
-      [ -z "$CH" ] || [ "${CH#\#}" != "$CH" ] && continue
-      CARG=""; [ "$CODEC" != - ] && CARG="--codec $CODEC"
-      STORE=/tmp/zf_train_${CH}_${LAYOUT}_${NT}_${CODEC//[:]/-}.zarr
-      if [ ! -d "$STORE" ]; then
-        t0=$(date +%s)
-        python3 -m zarrflow synth "$STORE" --layout "$LAYOUT" --channels "$CH" --ntime "$NT" $CARG \
-          --quiet </dev/null 2>&1 | tail -2 | tee -a "$OUT/train.log"
-        echo "synth $STORE: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/train.log"
-      fi
-      CHARG=$CH; [ "$LAYOUT" = stacked ] && CHARG=stacked$CH
-      LAUNCH="python3"; [ "$NGPU" -gt 1 ] && LAUNCH="torchrun --standalone --nproc-per-node $NGPU"
-      echo "-- $TAG: $CH channels, $LAYOUT $CODEC, $NGPU GPU(s), $NT steps, $ARGS" | tee -a "$OUT/train.log"
-      $LAUNCH examples/train_unet.py --store "$STORE" --channels "$CHARG" --bf16 --channels-last \
-        --out "$OUT" --tag "$TAG" $ARGS </dev/null 2>&1 | grep -v "^W1\|OMP_NUM_THREADS" | tee -a "$OUT/train.log"
-    done <"$TRAIN_PLAN"
-  fi
-  for cfg in ${TRAIN_CONFIGS:-$([ -n "${TRAIN_PLAN:-}" ] || echo 6:wb2:1:160)}; do
-    IFS=: read -r CH LAYOUT NGPU NT <<<"$cfg"
-    STORE=/tmp/zf_train_${CH}_${LAYOUT}_${NT}.zarr
+  # One training process: CHANNELS LAYOUT NGPU NTIME CODEC TAG [train_unet.py arguments...]
+  # (6 channels: WeatherBench2-style v2 store; 71: the seed's stacked v3 store; CODEC '-' = synth's
+  # default). The store is synthesised once per (channels, layout, steps, codec); NGPU > 1 runs
+  # DDP through torchrun. Sets STORE and CHARG (used by the loader-only run below).
+  train_line() {
+    local CH=$1 LAYOUT=$2 NGPU=$3 NT=$4 CODEC=$5 TAG=$6; shift 6
+    local CARG="" LAUNCH="python3" t0
+    [ "$CODEC" != - ] && CARG="--codec $CODEC"
+    STORE=/tmp/zf_train_${CH}_${LAYOUT}_${NT}_${CODEC//[:]/-}.zarr
     if [ ! -d "$STORE" ]; then
-      python3 -m zarrflow synth "$STORE" --layout "$LAYOUT" --channels "$CH" --ntime "$NT" --quiet \
-        2>&1 | tail -2 | tee -a "$OUT/tests.log"
+      t0=$(date +%s)
+      python3 -m zarrflow synth "$STORE" --layout "$LAYOUT" --channels "$CH" --ntime "$NT" $CARG \
+        --quiet </dev/null 2>&1 | tail -2 | tee -a "$OUT/train.log"
+      echo "synth $STORE: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/train.log"
     fi
     CHARG=$CH; [ "$LAYOUT" = stacked ] && CHARG=stacked$CH
-    LAUNCH="python3"; [ "$NGPU" -gt 1 ] && LAUNCH="torchrun --standalone --nproc-per-node $NGPU"
-    echo "-- $CH channels, $LAYOUT, $NGPU GPU(s), $NT steps" | tee -a "$OUT/train.log"
+    [ "$NGPU" -gt 1 ] && LAUNCH="torchrun --standalone --nproc-per-node $NGPU"
+    echo "-- ${TAG:-run}: $CH channels, $LAYOUT $CODEC, $NGPU GPU(s), $NT steps, $*" | tee -a "$OUT/train.log"
     $LAUNCH examples/train_unet.py --store "$STORE" --channels "$CHARG" --bf16 --channels-last \
-      --epochs "${TRAIN_EPOCHS:-3}" --runs "${TRAIN_RUNS:-synthetic,zarrflow-gpu,baseline-tensorstore}" \
-      --out "$OUT" 2>&1 | grep -v "^W1\|OMP_NUM_THREADS" | tee -a "$OUT/train.log"
+      --out "$OUT" --tag "$TAG" "$@" </dev/null 2>&1 | grep -v "^W1\|OMP_NUM_THREADS" | tee -a "$OUT/train.log"
+  }
+  echo "== U-Net training: synthetic vs zarrflow vs baseline" | tee -a "$OUT/tests.log"
+  if [ -n "${TRAIN_PLAN:-}" ]; then  # a file of train_line arguments, one process per line
+    while read -r CH LAYOUT NGPU NT CODEC TAG ARGS; do
+      [ -z "$CH" ] || [ "${CH#\#}" != "$CH" ] && continue
+      # shellcheck disable=SC2086  # ARGS is a list of arguments
+      train_line "$CH" "$LAYOUT" "$NGPU" "$NT" "$CODEC" "$TAG" $ARGS
+    done <"$TRAIN_PLAN"
+  fi
+  # TRAIN_CONFIGS: space-separated CHANNELS:LAYOUT:NGPU:NTIME, e.g. "6:wb2:1:160 71:stacked:2:64"
+  for cfg in ${TRAIN_CONFIGS:-$([ -n "${TRAIN_PLAN:-}" ] || echo 6:wb2:1:160)}; do
+    IFS=: read -r CH LAYOUT NGPU NT <<<"$cfg"
+    train_line "$CH" "$LAYOUT" "$NGPU" "$NT" - "" --epochs "${TRAIN_EPOCHS:-3}" \
+      --runs "${TRAIN_RUNS:-synthetic,zarrflow-gpu,baseline-tensorstore}"
   done
   if [ "${TRAIN_LOADER_ONLY:-0}" = 1 ]; then
     python3 examples/train_unet.py --store "$STORE" --channels "$CHARG" --bf16 --epochs 2 --no-train \

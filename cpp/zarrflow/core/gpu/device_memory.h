@@ -10,8 +10,9 @@
 // The budget of cached bytes matters for speed: memory beyond it is cudaFree'd (cudaFreeHost'd),
 // and both wait for the whole device — the training step included — while a new cudaHostAlloc
 // of a 2 GB staging buffer takes a large fraction of a second. So the budget follows the peak
-// of bytes in use: a steady working set (a loader's batches and staging) is recycled without
-// ever freeing, and what is kept is at most that peak, as in PyTorch's caching allocator.
+// of bytes in use plus one largest buffer (room for a size drifting into the next class): a
+// steady working set (a loader's batches and staging) is recycled without ever freeing, as in
+// PyTorch's caching allocator; over budget the oldest idle buffers go (AllocationCache).
 // `trim` gives the idle memory back.
 // Thread-safety: pools are thread-safe; streams and events are owned by one thread at a time.
 #pragma once
@@ -82,7 +83,8 @@ class GpuMemoryPool {
   GpuMemoryPool(const GpuMemoryPool&) = delete;
   GpuMemoryPool& operator=(const GpuMemoryPool&) = delete;
 
-  // At least `size` bytes (rounded up to 2 MiB granules above 2 MiB), 256-byte aligned.
+  // At least `size` bytes, 256-byte aligned; the capacity is rounded up to a class (a power of
+  // two up to 2 MiB, then steps of max(2 MiB, an eighth of the size's power of two)).
   Result<GpuBuffer> acquire(std::size_t size);
   [[nodiscard]] std::size_t cached_bytes() const { return cache_.cached_bytes(); }
   [[nodiscard]] std::size_t budget() const { return cache_.budget(); }

@@ -47,7 +47,7 @@ GpuMemoryPool::~GpuMemoryPool() {
       for (cudaEvent_t e : p.events) cudaEventDestroy(e);
     pending_.clear();
   }
-  for (auto& [p, cap] : cache_.drain()) free_raw(p);
+  trim();
 }
 
 void GpuMemoryPool::release_after(std::shared_ptr<void> keep,

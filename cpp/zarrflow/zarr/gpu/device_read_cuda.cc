@@ -597,8 +597,9 @@ Status ReadOp::enqueue(Batch& b) {
   const std::byte* staged = b.staging.data();
   std::uint64_t staged_total = 0, out_total = 0, shuffled_total = 0;
   // Where each GPU item decodes: in place into the destination, or into scratch then scattered.
-  // Uncompressed chunks read whole into a dense destination are copied up straight into it (one
-  // copy-engine transfer each, no device staging and no scatter kernel taking SMs from a model).
+  // Blocks already decoded on the host (uncompressed chunks read whole, CPU-decoded blocks) whose
+  // destination is dense are copied up straight into it: one copy-engine transfer each, no
+  // device staging or scratch and no scatter kernel taking SMs from a model.
   struct Target {
     std::uint64_t out_offset = 0;
     bool in_place = false;
@@ -608,10 +609,16 @@ Status ReadOp::enqueue(Batch& b) {
     StridedView enc_dest;
   };
   std::vector<Target> targets(b.items.size());
+  bool any_cpu_scatter = false;
   for (std::size_t k = 0; k < b.items.size(); ++k) {
     const Item& it = items_[b.items[k]];
-    if (it.mode != Mode::kGpu) continue;
     Target& t = targets[k];
+    if (it.mode == Mode::kCpu) {  // decoded into pinned memory shaped like its destination
+      t.copy_up = it.dest.is_c_contiguous(it.chain->spec().dtype.size);
+      any_cpu_scatter = any_cpu_scatter || !t.copy_up;
+      continue;
+    }
+    if (it.mode != Mode::kGpu) continue;
     t.enc_sel = it.sel;
     t.enc_dest = it.dest;
     it.chain->to_encoded(t.enc_sel, t.enc_dest);
@@ -650,17 +657,7 @@ Status ReadOp::enqueue(Batch& b) {
   if (shuffled_total) {
     ZF_ASSIGN_OR_RETURN(b.d_shuffled, device_.acquire(shuffled_total));
   }
-  // CPU-decoded blocks whose destination is dense go up straight into it (a copy-engine
-  // transfer, no device scratch or scatter kernel); the others through d_cpu and a scatter.
-  std::vector<bool> cpu_copy_up(b.items.size(), false);
-  bool any_cpu_scatter = false;
-  for (std::size_t k = 0; k < b.items.size(); ++k) {
-    const Item& it = items_[b.items[k]];
-    if (it.mode != Mode::kCpu) continue;
-    cpu_copy_up[k] = it.dest.is_c_contiguous(it.chain->spec().dtype.size);
-    any_cpu_scatter = any_cpu_scatter || !cpu_copy_up[k];
-  }
-  if (any_cpu_scatter) {
+  if (any_cpu_scatter) {  // CPU-decoded blocks that are scattered go up into d_cpu first
     ZF_ASSIGN_OR_RETURN(b.d_cpu, device_.acquire(b.cpu_host.size()));
   }
 
@@ -695,7 +692,7 @@ Status ReadOp::enqueue(Batch& b) {
     }
     if (it.mode == Mode::kCpu) {
       ++report_.cpu_decoded;
-      if (cpu_copy_up[k]) continue;
+      if (targets[k].copy_up) continue;
       auto j = make_scatter(b.d_cpu.data() + it.cpu_offset, it.sel.count,
                             Selection::full(it.sel.count), it.dest, elem, 1, nullptr);
       if (!j) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
@@ -828,13 +825,25 @@ Status ReadOp::enqueue(Batch& b) {
         cudaMemcpyAsync(b.d_staging.data(), staged, staged_total, cudaMemcpyHostToDevice, stream));
     report_.h2d_bytes += staged_total;
   }
-  for (std::size_t k = 0; k < b.items.size(); ++k) {
-    if (!targets[k].copy_up) continue;
+  for (std::size_t k = 0; k < b.items.size(); ++k) {  // blocks the host has ready
     const Item& it = items_[b.items[k]];
-    ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(targets[k].enc_dest.data,
-                                            staged + it.staging_offset + it.payload.offset,
-                                            it.payload.size, cudaMemcpyHostToDevice, stream));
-    report_.h2d_bytes += it.payload.size;
+    const Target& t = targets[k];
+    const std::byte* from = nullptr;
+    std::byte* to = nullptr;
+    std::uint64_t bytes = 0;
+    if (it.mode == Mode::kCpu) {
+      from = b.cpu_host.data() + it.cpu_offset;
+      to = t.copy_up ? it.dest.data : b.d_cpu.data() + it.cpu_offset;
+      bytes = cpu_block_bytes(it);
+    } else if (t.copy_up) {
+      from = staged + it.staging_offset + it.payload.offset;
+      to = t.enc_dest.data;
+      bytes = it.payload.size;
+    } else {
+      continue;
+    }
+    ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream));
+    report_.h2d_bytes += bytes;
   }
   if (opt_.cache != nullptr) {  // keep copies of the compressed bytes on the GPU
     for (std::size_t idx : b.items) {
@@ -852,15 +861,6 @@ Status ReadOp::enqueue(Batch& b) {
       c->blosc = it.blosc;
       b.to_cache.emplace_back(idx, std::move(c));
     }
-  }
-  for (std::size_t k = 0; k < b.items.size(); ++k) {
-    const Item& it = items_[b.items[k]];
-    if (it.mode != Mode::kCpu) continue;
-    const std::uint64_t bytes = cpu_block_bytes(it);
-    std::byte* to = cpu_copy_up[k] ? it.dest.data : b.d_cpu.data() + it.cpu_offset;
-    ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, b.cpu_host.data() + it.cpu_offset, bytes,
-                                            cudaMemcpyHostToDevice, stream));
-    report_.h2d_bytes += bytes;
   }
   ZF_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(dt, b.h_tables.data(), tb.size(), cudaMemcpyHostToDevice, stream));
