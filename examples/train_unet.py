@@ -290,6 +290,7 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
                   f"{mem['pinned_peak'] / 1e9:.1f} GB", flush=True)
     return {"run": kind, "train": train_model, "epochs": epochs,
             "loader_stats": loader.stats() if loader is not None else None,
+            "loader_timeline": loader.timeline() if loader is not None else None,
             "samples_per_s": sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed),
             "MBps": sum(e["samples"] for e in timed) * sample_bytes / sum(e["seconds"] for e in timed) / 1e6,
             "data_wait_fraction": float(np.mean([e["data_wait_fraction"] for e in timed]))}
@@ -303,7 +304,7 @@ def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, dev
             model.train()
         wait = compute = 0.0
         n = 0
-        step_ms = []
+        step_ms, wait_ms = [], []
         torch.cuda.synchronize(device)
         t_epoch = time.perf_counter()
         it = train_iter(epoch)
@@ -328,6 +329,7 @@ def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, dev
             wait += t1 - t0
             compute += t2 - t1
             step_ms.append(1e3 * (t2 - t1))
+            wait_ms.append(1e3 * (t1 - t0))
             n += x.shape[0]
         wall = time.perf_counter() - t_epoch
         # wall = waits + compute + the rest (the epoch's start and end: the last next() that
@@ -356,7 +358,9 @@ def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, dev
                "samples_per_s": n_all / wall_all, "MBps": n_all * sample_bytes / wall_all / 1e6,
                "data_wait_fraction": wait_all / max(step_all, 1e-12), "val_loss": vl,
                "wait_s": wait_all, "compute_s": compute_all, "outside_steps_s": outside_all,
-               "step_ms_median": med}
+               "step_ms_median": med,
+               # this rank's steps, in order: where in the epoch the waits fall
+               "step_ms": [round(v, 2) for v in step_ms], "wait_ms": [round(v, 2) for v in wait_ms]}
         epochs.append(rec)
         if rank == 0:
             print(f"  [{kind}] epoch {epoch}: {rec['samples']} samples in {wall_all:.2f} s, "
@@ -402,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="Python's thread switch interval (s) for this process (default: Python's, "
                          "5 ms): how long the training thread may wait for a loader thread "
                          "holding the GIL")
+    ap.add_argument("--thread-nice", type=int, default=None,
+                    help="niceness added to zarrflow's decode threads (ZARRFLOW_THREAD_NICE): they "
+                         "then yield their cores to this training thread")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, help="write results JSON + Markdown table here")
     args = ap.parse_args(argv)
@@ -416,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
+    if args.thread_nice is not None:  # read when zarrflow makes its thread pools (below)
+        os.environ["ZARRFLOW_THREAD_NICE"] = str(args.thread_nice)
     runs = [r for r in args.runs.split(",") if r]
     known = {"synthetic", "zarrflow-gpu", "zarrflow-gpu-hostdecode", "zarrflow-cpu",
              "baseline-tensorstore", "baseline-xarray"}

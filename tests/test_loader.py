@@ -89,6 +89,26 @@ def test_batches_equal_direct_reads(store):
     assert st["missing"] == 0  # host reads do not report; the GPU reader counts (GPU tests)
 
 
+def test_timeline_says_who_made_each_batch_and_how_long_the_consumer_waited(store):
+    ld = zarrflow.Loader(store, VARS, batch_size=2, device="cpu", output="numpy", workers=2,
+                         prime_next_epoch=False)
+    n = len(ld)
+    for epoch in range(2):
+        ld.set_epoch(epoch)
+        for _ in ld:
+            time.sleep(0.01)  # a consumer that works: batches get ready ahead of it
+    tl = ld.timeline()
+    assert [(r["epoch"], r["batch"]) for r in tl] == [(e, b) for e in range(2) for b in range(n)]
+    for r in tl:
+        assert r["worker"] in (0, 1)
+        assert 0 <= r["start"] <= r["read_end"] <= r["end"]
+        assert r["asked"] <= r["taken"] and r["wait"] == pytest.approx(r["taken"] - r["asked"])
+        assert r["end"] <= r["taken"]  # handed out only once made
+        assert 0 <= r["ready"] <= ld.prefetch + ld.workers - 1
+    assert sum(r["wait"] for r in tl) <= ld.stats()["wait_s"] + 1e-9
+    assert 0 < ld.stats()["mean_queue_depth"] <= ld.prefetch + ld.workers - 1
+
+
 def test_time_windows_and_crop(store):
     ld = zarrflow.Loader(store, VARS, batch_size=2, input_steps=3, lead=2, target_steps=2,
                          layout="BTCHW", crop={"latitude": (2, 6), "longitude": (1, 11)},
@@ -332,6 +352,26 @@ def test_next_epoch_read_ahead_is_used_and_counted_once(store):
     assert [list(b["time"]) for b in ld] == [list(t) for t in rest]
 
 
+def test_next_pass_starts_with_the_last_batches_within_the_depth(store):
+    ld = zarrflow.Loader(store, VARS, batch_size=2, device="cpu", output="numpy", seed=1,
+                         prefetch=2, workers=2)
+    depth = ld.prefetch + ld.workers - 1
+    ld.set_epoch(0)
+    it = iter(ld)
+    for _ in range(len(ld)):
+        next(it)
+        assert ld._gate.in_flight <= depth
+    # every batch of this pass taken, the pass not yet ended: the next one is already under way
+    assert ld._primed is not None and ld._primed[0] == 1
+    assert _wait_ready(ld._primed[1], depth) == depth
+    assert ld._gate.in_flight == depth
+    with pytest.raises(StopIteration):
+        next(it)
+    ld.set_epoch(1)
+    primed = ld._primed[1]
+    assert len(list(ld)) == len(ld) and primed.taken == len(ld)
+
+
 def test_read_ahead_guesses_next_epoch_after_set_epoch_and_reuses_unshuffled(store):
     ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", seed=1)
     ld.set_epoch(0)  # as a training loop does before every pass
@@ -417,3 +457,19 @@ def test_close_stops_read_ahead_and_the_loader_still_works(store):
     ld.close()
     assert ld._primed is None
     assert [list(t) for t in first] == [list(b["time"]) for b in ld]
+
+
+def test_thread_nice_from_the_environment(monkeypatch, store):
+    from zarrflow import _threads
+
+    monkeypatch.setenv("ZARRFLOW_THREAD_NICE", "3")
+    ex = _threads.make_executor(2)
+    assert ex.threads == 2 and ex.nice == 3
+    ld = zarrflow.Loader(store, VARS, batch_size=4, device="cpu", output="numpy", threads=2,
+                         shuffle=False)
+    assert ld._executor.nice == 3 and len(list(ld)) == len(ld)  # reads work the same
+    monkeypatch.setenv("ZARRFLOW_THREAD_NICE", "25")
+    with pytest.raises(ValueError, match="ZARRFLOW_THREAD_NICE"):
+        _threads.make_executor(2)
+    monkeypatch.delenv("ZARRFLOW_THREAD_NICE")
+    assert _threads.make_executor(1).nice == 0

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from zarrflow._prefetch import OrderedPrefetch
+from zarrflow._prefetch import Gate, OrderedPrefetch
 
 
 class Tracker:
@@ -61,6 +61,44 @@ def _until(cond, timeout=20.0):
     while not cond() and time.monotonic() < deadline:
         time.sleep(0.005)
     assert cond()
+
+
+def test_a_shared_gate_bounds_two_prefetches_together():
+    # As the loader uses it: the next prefetch starts once the current one has started all.
+    gate = Gate(3)
+    first, second = Tracker(), Tracker()
+    a = OrderedPrefetch(first, range(5), workers=2, gate=gate)
+    _until(lambda: a.ready() == 3)
+    assert a.get() == 0 and a.get() == 10  # two places free: the last two items start
+    _until(lambda: a.all_started() and a.ready() == 3)
+    b = OrderedPrefetch(second, range(100, 110), workers=2, gate=gate)
+    time.sleep(0.05)
+    assert second.started == []  # no room: the first prefetch holds all three places
+    assert a.get() == 20
+    _until(lambda: len(second.started) == 1)  # one taken, one started
+    time.sleep(0.05)
+    assert len(second.started) == 1 and gate.in_flight == 3
+    assert a.get() == 30 and a.get() == 40
+    _until(lambda: b.ready() == 3)
+    time.sleep(0.05)
+    assert len(second.started) == 3 and gate.in_flight == 3
+    a.close()
+    b.close()  # its three finished, never-taken items give their places back
+    assert gate.in_flight == 0
+
+
+def test_closing_one_prefetch_frees_its_places_for_the_other():
+    gate = Gate(2)
+    a = OrderedPrefetch(Tracker(), range(10), workers=2, gate=gate)
+    _until(lambda: a.ready() == 2)
+    second = Tracker()
+    b = OrderedPrefetch(second, range(3), workers=1, gate=gate)
+    time.sleep(0.05)
+    assert second.started == []
+    a.close()  # a wrongly guessed epoch dropped
+    assert [b.get(), b.get(), b.get()] == [0, 10, 20]
+    b.close()
+    assert gate.in_flight == 0
 
 
 def test_error_arrives_at_its_position_and_stops_new_work():

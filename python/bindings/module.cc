@@ -75,7 +75,7 @@ const char* exception_name(ErrorCode code) {
 
 // Thread pool plus scratch-buffer pool: the resources one or many arrays read with.
 struct Executor {
-  explicit Executor(std::size_t threads) : pool(threads) {}
+  Executor(std::size_t threads, int nice) : pool(threads, nice) {}
   ThreadPool pool;
   BufferPool buffers;
 };
@@ -461,7 +461,7 @@ std::uint64_t normalize_cast_gpu(const py::Tensor& src, const py::Tensor& dst,
                                                          type, n, inner, channels, d_mean,
                                                          d_mean + channels, d_nans, st));
       ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h.data(), d_nans, 8, cudaMemcpyDeviceToHost, st));
-      ZF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+      ZF_RETURN_IF_ERROR(gpu::wait_sleeping(st));
       std::memcpy(&nans, h.data(), 8);
       return {};
     }();
@@ -597,8 +597,9 @@ NB_MODULE(_core, m) {
   });
 
   nb::class_<Executor>(m, "Executor")
-      .def(nb::init<std::size_t>(), "threads"_a)
-      .def_prop_ro("threads", [](const Executor& e) { return e.pool.size(); });
+      .def(nb::init<std::size_t, int>(), "threads"_a, "nice"_a = 0)
+      .def_prop_ro("threads", [](const Executor& e) { return e.pool.size(); })
+      .def_prop_ro("nice", [](const Executor& e) { return e.pool.nice(); });
 
   nb::class_<Store>(m, "Store")
       .def("describe_key", &Store::describe_key)

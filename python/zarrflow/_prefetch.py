@@ -6,6 +6,11 @@ and not yet taken, which bounds the memory held by batches in flight. With two w
 k+1's host work (reading, checks) runs while batch k's GPU work (copies up, decoding) does, where
 one worker would run them one after the other.
 
+Several prefetches may share one ``Gate``: the bound then holds over all of them together. The
+loader starts its next epoch's prefetch while the current one still has batches in flight, and
+the two share the loader's gate, so reading ahead across the epoch boundary never holds more
+batches than one epoch's prefetch would.
+
 An exception raised by ``fn`` is re-raised to the consumer at that item's position, and no new
 items start after it. ``close()`` stops the workers (an item being produced is finished first)
 and joins them; it is safe to call more than once, from any thread, and at interpreter exit.
@@ -19,13 +24,26 @@ import time
 from typing import Any, Callable, Sequence
 
 
+class Gate:
+    """At most `limit` items started and not yet taken (or dropped), over every prefetch made
+    with this gate. Its condition is the lock of those prefetches."""
+
+    def __init__(self, limit: int):
+        if limit < 1:
+            raise ValueError(f"need a limit >= 1, got {limit}")
+        self.limit = limit
+        self.in_flight = 0
+        self.cond = threading.Condition()
+
+
 class OrderedPrefetch:
     def __init__(self, fn: Callable[[Any, int], Any], items: Sequence[Any], *, workers: int = 2,
-                 depth: int = 3, name: str = "zarrflow-prefetch"):
+                 depth: int = 3, name: str = "zarrflow-prefetch", gate: Gate | None = None):
         if workers < 1 or depth < 1:
             raise ValueError(f"need workers >= 1 and depth >= 1, got {workers} and {depth}")
-        self._fn, self._items, self._depth = fn, list(items), depth
-        self._cond = threading.Condition()
+        self._fn, self._items = fn, list(items)
+        self._gate = gate if gate is not None else Gate(depth)
+        self._cond = self._gate.cond
         self._next = 0          # the next item to start
         self._taken = 0         # items handed to the consumer
         self._results: dict[int, tuple[bool, Any]] = {}
@@ -53,16 +71,23 @@ class OrderedPrefetch:
         with self._cond:
             return len(self._results)
 
+    def all_started(self) -> bool:
+        """Every item has been started (the workers are finishing the last ones or are done)."""
+        with self._cond:
+            return self._next >= len(self._items)
+
     def _work(self, worker: int) -> None:
+        gate = self._gate
         while True:
             with self._cond:
                 while (not self._stopped and not self._failed and self._next < len(self._items)
-                       and self._next - self._taken >= self._depth):
+                       and gate.in_flight >= gate.limit):
                     self._cond.wait()
                 if self._stopped or self._failed or self._next >= len(self._items):
                     return
                 i = self._next
                 self._next += 1
+                gate.in_flight += 1
             try:
                 result = (True, self._fn(self._items[i], worker))
             except BaseException as e:  # handed to the consumer, which re-raises it
@@ -70,7 +95,9 @@ class OrderedPrefetch:
             with self._cond:
                 if not result[0]:
                     self._failed = True
-                if not self._stopped:
+                if self._stopped:
+                    gate.in_flight -= 1  # dropped: its place goes to whoever shares the gate
+                else:
                     self._results[i] = result
                 self._cond.notify_all()
 
@@ -88,6 +115,7 @@ class OrderedPrefetch:
                 self._cond.wait(0.5)
             ok, value = self._results.pop(i)
             self._taken += 1
+            self._gate.in_flight -= 1
             self._cond.notify_all()
         if not ok:
             raise value
@@ -95,8 +123,10 @@ class OrderedPrefetch:
 
     def close(self, timeout: float = 60.0) -> None:
         with self._cond:
-            self._stopped = True
-            self._results.clear()
+            if not self._stopped:
+                self._gate.in_flight -= len(self._results)  # finished, never taken: dropped
+                self._results.clear()
+                self._stopped = True
             self._cond.notify_all()
         deadline = time.monotonic() + timeout
         for t in self._threads:

@@ -1,7 +1,9 @@
 """The default executor (thread pool + scratch buffers) that reads use unless given another.
 
 Its size comes from ZARRFLOW_NUM_THREADS when set (read once, here at the Python edge), else the
-number of CPUs this process may run on.
+number of CPUs this process may run on. ZARRFLOW_THREAD_NICE (default 0) lowers the priority of
+the pools' threads by that much (Linux niceness), so decoding yields to a training thread that
+wants a core at the same time.
 """
 
 from __future__ import annotations
@@ -32,11 +34,21 @@ def default_threads() -> int:
     return _cpu_count()
 
 
+def default_nice() -> int:
+    env = os.environ.get("ZARRFLOW_THREAD_NICE")
+    if not env:
+        return 0
+    n = int(env)
+    if not 0 <= n <= 19:
+        raise ValueError(f"ZARRFLOW_THREAD_NICE must be in [0, 19], got {env!r}")
+    return n
+
+
 def default_executor() -> _core.Executor:
     global _default
     with _lock:
         if _default is None:
-            _default = _core.Executor(default_threads())
+            _default = _core.Executor(default_threads(), default_nice())
         return _default
 
 
@@ -46,8 +58,8 @@ def set_num_threads(n: int) -> None:
     if n < 1:
         raise ValueError(f"need at least one thread, got {n}")
     with _lock:
-        _default = _core.Executor(n)
+        _default = _core.Executor(n, default_nice())
 
 
 def make_executor(threads: int | None) -> _core.Executor:
-    return default_executor() if threads is None else _core.Executor(int(threads))
+    return default_executor() if threads is None else _core.Executor(int(threads), default_nice())

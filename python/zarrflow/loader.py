@@ -19,6 +19,7 @@ GPU work, and the consumer only waits when the store is slower than training.
 from __future__ import annotations
 
 import atexit
+import collections
 import json
 import os
 import threading
@@ -31,7 +32,7 @@ import numpy as np
 
 from . import _core, _gpu
 from ._api import Array, Group, open as zf_open
-from ._prefetch import OrderedPrefetch
+from ._prefetch import Gate, OrderedPrefetch
 from .errors import ZarrflowError
 
 
@@ -236,7 +237,11 @@ class Stats:
     scatter_ms: float = 0.0       # GPU reads: scatter into the batch (GPU time, summed)
     read_s: float = 0.0           # time the workers spent reading + assembling (summed)
     wait_s: float = 0.0           # time the consumer waited for a batch
-    queue_depth: list = field(default_factory=list)
+    depth_sum: int = 0            # batches ready when the consumer asked, summed over requests
+    depth_n: int = 0
+    # The last TIMELINE_LEN batches: who produced each, when, and how long the consumer waited.
+    timeline: collections.deque = field(
+        default_factory=lambda: collections.deque(maxlen=TIMELINE_LEN))
 
     def add(self, delta: dict) -> None:
         """Counters of one batch, added when the consumer takes it (batches read ahead and then
@@ -245,12 +250,14 @@ class Stats:
             setattr(self, key, getattr(self, key) + value)
 
     def as_dict(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k != "queue_depth"}
-        d["mean_queue_depth"] = float(np.mean(self.queue_depth)) if self.queue_depth else 0.0
+        d = {k: v for k, v in self.__dict__.items()
+             if k not in ("depth_sum", "depth_n", "timeline")}
+        d["mean_queue_depth"] = self.depth_sum / self.depth_n if self.depth_n else 0.0
         d["batch_GBps"] = self.batch_bytes / 1e9 / self.read_s if self.read_s else 0.0
         return d
 
 
+TIMELINE_LEN = 1024
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
 
@@ -380,10 +387,14 @@ class Loader:
         self._epoch_set = False    # set_epoch was called since the last pass began
         self._position = 0
         self.stats_ = Stats()
+        self._t_origin = time.perf_counter()
         if len(self) == 0:
             raise LoaderError(f"no batches: {len(self.samples)} samples over {self.world_size} "
                               f"ranks with batch_size {batch_size} and drop_last={drop_last}")
         self._streams: list = []  # one CUDA stream per worker, made on first use
+        self._request_templates: list | None = None
+        # Batches started and not yet taken, over this pass and the next one read ahead.
+        self._gate = Gate(self.prefetch + self.workers - 1)
 
     # --- configuration helpers -----------------------------------------------------------
     def _crop(self, crop: dict) -> list[tuple[int, int]]:
@@ -485,31 +496,43 @@ class Loader:
         origin = self.patch_origins[sample_id % p]
         return int(self.times[sample_id // p]), tuple(lo + o for (lo, _), o in zip(self.crop, origin))
 
+    def _templates(self) -> list[tuple]:
+        """Per channel, what every region of it shares: (handle, start with the fixed indices
+        set, count, step, destination strides, time axis, spatial axes). Built once: the
+        workers build 2 x C x batch regions per batch while holding the GIL."""
+        if self._request_templates is None:
+            spatial_strides = [int(np.prod(self.patch_size[i + 1:], dtype=np.int64))
+                               for i in range(len(self.patch_size))]
+            out = []
+            for ch in self.spec.channels:
+                nd = ch.array.ndim
+                start, count, dstr = [0] * nd, [1] * nd, [0] * nd
+                for axis, idx in ch.fixed.items():
+                    start[axis] = idx
+                for axis, size, st in zip(ch.spatial_axes, self.patch_size, spatial_strides):
+                    count[axis], dstr[axis] = size, st
+                out.append((ch.array._h, start, count, [1] * nd, dstr, ch.time_axis,
+                            list(ch.spatial_axes)))
+            self._request_templates = out
+        return self._request_templates
+
     def _requests(self, samples: np.ndarray, steps: int) -> list[tuple]:
         """One region per (sample, step, channel) into a float32 [B, steps, C, *spatial] buffer."""
-        C = len(self.spec.channels)
+        templates = self._templates()
+        C = len(templates)
         inner = int(np.prod(self.spatial_shape))
-        spatial_strides = []
-        acc = 1
-        for n in reversed(self.spatial_shape):
-            spatial_strides.insert(0, acc)
-            acc *= n
         reqs = []
         offsets = [-(self.h - 1) + j for j in range(self.h)] + [self.lead + j for j in range(self.k)]
         for b, sid in enumerate(samples):
             t, origin = self._sample(int(sid))
             for s, off in enumerate(offsets):
-                for c, ch in enumerate(self.spec.channels):
-                    nd = ch.array.ndim
-                    start, count, dstr = [0] * nd, [1] * nd, [0] * nd
-                    start[ch.time_axis] = t + off
-                    for axis, idx in ch.fixed.items():
-                        start[axis] = idx
-                    for axis, o, size, st in zip(ch.spatial_axes, origin, self.patch_size,
-                                                 spatial_strides):
-                        start[axis], count[axis], dstr[axis] = o, size, st
-                    offset = ((b * steps + s) * C + c) * inner
-                    reqs.append((ch.array._h, start, count, [1] * nd, offset, dstr))
+                base = (b * steps + s) * C * inner
+                for c, (h, start0, count, step, dstr, t_axis, sp_axes) in enumerate(templates):
+                    start = start0.copy()
+                    start[t_axis] = t + off
+                    for axis, o in zip(sp_axes, origin):
+                        start[axis] = o
+                    reqs.append((h, start, count, step, base + c * inner, dstr))
         return reqs
 
     def _stream(self, worker: int):
@@ -529,6 +552,7 @@ class Loader:
         report = _core.read_batch(self._requests(samples, steps), raw, stream, self.gpu_decode,
                                   "auto", self._executor, self.cache, self.host_cache,
                                   self._decode_executor, self.host_decode_share)
+        t_read = time.perf_counter()
         if report:
             _gpu.say_once(report.get("notes", []))
             if self.missing == "error" and report["missing"]:
@@ -546,7 +570,8 @@ class Loader:
         else:
             if not self.on_gpu:
                 nans = int(np.isnan(np.from_dlpack(raw)).sum())
-        delta = {"read_s": time.perf_counter() - t0, "batches": 1, "samples": len(samples),
+        t_end = time.perf_counter()
+        delta = {"read_s": t_end - t0, "batches": 1, "samples": len(samples),
                  "batch_bytes": int(np.prod(shape)) * 4, "nans": int(nans)}
         for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
                     "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms", "scatter_ms"):
@@ -554,7 +579,8 @@ class Loader:
                 delta[key] = report[key]
         where = [self._sample(int(i)) for i in samples]
         return {"raw": out, "times": np.array([t for t, _ in where]), "stats": delta,
-                "origin": np.array([o for _, o in where]).reshape(len(samples), -1)}
+                "origin": np.array([o for _, o in where]).reshape(len(samples), -1),
+                "timing": (worker, t0, t_read, t_end)}
 
     def _convert(self, item: dict) -> dict:
         t = item["raw"]
@@ -601,8 +627,8 @@ class Loader:
                 raise LoaderError("the loader was closed")
             return loader._produce(samples, worker)
 
-        p = OrderedPrefetch(produce, batches, workers=self.workers,
-                            depth=self.prefetch + self.workers - 1, name="zarrflow-loader")
+        p = OrderedPrefetch(produce, batches, workers=self.workers, gate=self._gate,
+                            name="zarrflow-loader")
         with _live_lock:
             _live.add(p)
         return p
@@ -652,17 +678,24 @@ class Loader:
         try:
             while True:
                 t0 = time.perf_counter()
-                self.stats_.queue_depth.append(prefetch.ready())
+                ready = prefetch.ready()
+                self.stats_.depth_sum += ready
+                self.stats_.depth_n += 1
                 try:
                     item = prefetch.get()
-                except StopIteration:
-                    # Epoch complete: start the next one's first batches while the caller
-                    # validates, checkpoints or calls set_epoch, so it does not start cold.
+                except StopIteration:  # (the next pass was started above, with the last batch)
                     self.stats_.wait_s += time.perf_counter() - t0
-                    self._prime(epoch_now + 1 if advanced else epoch_now)
                     return
-                self.stats_.wait_s += time.perf_counter() - t0
+                t1 = time.perf_counter()
+                self.stats_.wait_s += t1 - t0
                 self.stats_.add(item.pop("stats"))
+                if self._primed is None and prefetch.all_started():
+                    # The workers are free: start the next pass now (it waits for room under
+                    # the shared depth), so its first batches are ready when it begins.
+                    self._prime(epoch_now + 1 if advanced else epoch_now)
+                worker, start, read_done, end = item.pop("timing")
+                self.stats_.timeline.append((epoch_now, self._position, worker, start, read_done,
+                                             end, t0, t1, ready))
                 self._position += 1
                 if self.progress and self._position % self.progress == 0:
                     dt = time.perf_counter() - t_start
@@ -675,12 +708,14 @@ class Loader:
 
     # --- reading ahead across epochs ---------------------------------------------------------
     def _prime(self, epoch: int) -> None:
-        """Start producing `epoch`'s batches now (the workers stop `prefetch` ahead). Which epoch
-        comes next is a guess (the next one if the caller called set_epoch before this pass, else
-        the same one again); the next pass takes them if its batches are the same (always, without
-        shuffling), otherwise a wrong guess only costs the reads and the batches are dropped.
-        Batches are a pure function of (seed, epoch), so a right guess changes nothing but the
-        wait."""
+        """Start producing `epoch`'s batches now. Called once every batch of the current pass
+        has been started, so they are made while the caller trains on the last batches,
+        validates, checkpoints or calls set_epoch, and the next pass does not start cold; the
+        depth bound covers both passes together. Which epoch comes next is a guess (the next one
+        if the caller called set_epoch before this pass, else the same one again); the next pass
+        takes them if its batches are the same (always, without shuffling), otherwise a wrong
+        guess only costs the reads and the batches are dropped. Batches are a pure function of
+        (seed, epoch), so a right guess changes nothing but the wait."""
         if not self.prime_next_epoch or self._primed is not None:
             return
         batches = self.batches(epoch)
@@ -690,6 +725,22 @@ class Loader:
     def stats(self) -> dict:
         """Counters since the loader was made: bytes, chunks, cache of shared chunks, waits."""
         return self.stats_.as_dict()
+
+    def timeline(self) -> list[dict]:
+        """When each of the last batches taken (up to TIMELINE_LEN) was made and taken, to see
+        why a consumer waited: `worker` produced batch `batch` of `epoch` from `start` to `end`
+        (`read_end`: its chunks were in the batch buffer; the rest is normalising and casting),
+        the consumer asked for it at `asked` and got it at `taken` (`wait` = taken - asked) with
+        `ready` batches finished at that moment. Times in seconds since the loader was made."""
+        keys = ("epoch", "batch", "worker", "start", "read_end", "end", "asked", "taken", "ready")
+        out = []
+        for rec in self.stats_.timeline:
+            d = dict(zip(keys, rec))
+            for k in ("start", "read_end", "end", "asked", "taken"):
+                d[k] -= self._t_origin
+            d["wait"] = d["taken"] - d["asked"]
+            out.append(d)
+        return out
 
 
 def _same_batches(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:

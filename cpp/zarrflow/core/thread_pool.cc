@@ -2,11 +2,35 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <memory>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace zarrflow {
 
-ThreadPool::ThreadPool(std::size_t num_threads) {
+namespace {
+
+// Lowers the calling thread's priority by `delta` (best effort: a refusal leaves it as it was).
+void lower_priority(int delta) {
+#ifdef __linux__
+  if (delta <= 0) return;
+  const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) setpriority(PRIO_PROCESS, tid, std::min(19, now + delta));
+#else
+  (void)delta;
+#endif
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(std::size_t num_threads, int nice) : nice_(std::max(0, nice)) {
   if (num_threads == 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
   threads_.reserve(num_threads);
   for (std::size_t i = 0; i < num_threads; ++i) threads_.emplace_back([this] { worker_loop(); });
@@ -30,6 +54,7 @@ void ThreadPool::submit(std::function<void()> fn) {
 }
 
 void ThreadPool::worker_loop() {
+  lower_priority(nice_);
   for (;;) {
     std::function<void()> job;
     {

@@ -23,13 +23,16 @@ namespace zarrflow {
 
 class ThreadPool {
  public:
-  // `num_threads` == 0 means std::thread::hardware_concurrency().
-  explicit ThreadPool(std::size_t num_threads = 0);
+  // `num_threads` == 0 means std::thread::hardware_concurrency(). `nice` > 0 lowers the pool
+  // threads' scheduling priority by that much (Linux niceness; elsewhere ignored): decoding for
+  // a loader then yields the cores to the thread that drives the GPU when both want one.
+  explicit ThreadPool(std::size_t num_threads = 0, int nice = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   [[nodiscard]] std::size_t size() const { return threads_.size(); }
+  [[nodiscard]] int nice() const { return nice_; }
 
   // Runs `fn` on a pool thread some time later.
   void submit(std::function<void()> fn);
@@ -43,6 +46,7 @@ class ThreadPool {
  private:
   void worker_loop();
 
+  int nice_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;

@@ -3,12 +3,40 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "zarrflow/core/buffer.h"
 #include "zarrflow/core/dtype.h"
 
 namespace zarrflow {
 namespace {
+
+#ifdef __linux__
+int thread_niceness() {
+  return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+}
+
+TEST(ThreadPool, NiceLowersOnlyThePoolThreads) {
+  const int caller = thread_niceness();
+  ThreadPool nice(2, 4), plain(1);
+  EXPECT_EQ(nice.nice(), 4);
+  auto on = [](ThreadPool& pool) {
+    std::promise<int> p;
+    auto f = p.get_future();
+    pool.submit([&p] { p.set_value(thread_niceness()); });
+    return f.get();
+  };
+  EXPECT_EQ(on(nice), std::min(19, caller + 4));
+  EXPECT_EQ(on(plain), caller);
+  EXPECT_EQ(thread_niceness(), caller);  // the caller keeps its priority
+}
+#endif
 
 TEST(ThreadPool, RunsEveryItemOnce) {
   ThreadPool pool(3);

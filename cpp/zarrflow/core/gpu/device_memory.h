@@ -144,7 +144,10 @@ class Stream {
 class Event {
  public:
   // `timing` events can measure elapsed time between them (slightly costlier to record).
-  static Result<Event> create(bool timing = false);
+  // A host thread waiting on a `sleeping` event sleeps until the GPU reaches it instead of
+  // spinning on a core (CUDA's default): the loader's workers wait on the GPU for tens of
+  // milliseconds per batch, cores the host decoders and the training thread need.
+  static Result<Event> create(bool timing = false, bool sleeping = false);
   Event() = default;
   Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
   Event& operator=(Event&& o) noexcept {
@@ -157,5 +160,9 @@ class Event {
  private:
   cudaEvent_t e_ = nullptr;
 };
+
+// Blocks the calling thread until the work queued on `stream` so far has run, sleeping rather
+// than spinning (see Event::create).
+Status wait_sleeping(cudaStream_t stream);
 
 }  // namespace zarrflow::gpu

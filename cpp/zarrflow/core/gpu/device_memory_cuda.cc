@@ -199,11 +199,19 @@ Stream::~Stream() {
   if (s_ != nullptr) cudaStreamDestroy(s_);
 }
 
-Result<Event> Event::create(bool timing) {
+Result<Event> Event::create(bool timing, bool sleeping) {
   Event e;
-  ZF_CUDA_RETURN_IF_ERROR(
-      cudaEventCreateWithFlags(&e.e_, timing ? cudaEventDefault : cudaEventDisableTiming));
+  const unsigned flags = (timing ? cudaEventDefault : cudaEventDisableTiming) |
+                         (sleeping ? cudaEventBlockingSync : 0u);
+  ZF_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e.e_, flags));
   return std::move(e);
+}
+
+Status wait_sleeping(cudaStream_t stream) {
+  ZF_ASSIGN_OR_RETURN(Event e, Event::create(false, true));
+  ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(e.get(), stream));
+  ZF_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(e.get()));
+  return {};
 }
 
 Event::~Event() {

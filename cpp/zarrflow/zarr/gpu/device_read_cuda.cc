@@ -903,7 +903,7 @@ Status ReadOp::enqueue(Batch& b) {
   if (nslots > 0)
     ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.h_status.data(), d_status, nslots * sizeof(int),
                                             cudaMemcpyDeviceToHost, stream));
-  ZF_ASSIGN_OR_RETURN(b.done, Event::create(true));
+  ZF_ASSIGN_OR_RETURN(b.done, Event::create(true, /*sleeping=*/true));
   ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.done.get(), stream));
   b.enqueued = true;
   return {};
@@ -931,7 +931,7 @@ Status ReadOp::upload_cpu_decoded(const Item& it, const std::byte* staged) {
   ZF_CUDA_RETURN_IF_ERROR(launch_scatter(
       reinterpret_cast<const ScatterJob*>(tables.data()), 1,
       reinterpret_cast<const std::int64_t*>(tables.data() + sizeof(ScatterJob)), tiles[1], stream));
-  ZF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  ZF_RETURN_IF_ERROR(wait_sleeping(stream));
   return {};
 }
 
