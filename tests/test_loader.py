@@ -471,5 +471,7 @@ def test_thread_nice_from_the_environment(monkeypatch, store):
     monkeypatch.setenv("ZARRFLOW_THREAD_NICE", "25")
     with pytest.raises(ValueError, match="ZARRFLOW_THREAD_NICE"):
         _threads.make_executor(2)
-    monkeypatch.delenv("ZARRFLOW_THREAD_NICE")
+    monkeypatch.setenv("ZARRFLOW_THREAD_NICE", "0")
     assert _threads.make_executor(1).nice == 0
+    monkeypatch.delenv("ZARRFLOW_THREAD_NICE")
+    assert _threads.make_executor(1).nice == _threads.DEFAULT_NICE == 5

@@ -67,6 +67,24 @@ def test_gpu_normalise_and_cast_match_cpu(store):
         assert gpu.stats()["nans"] == cpu.stats()["nans"] > 0
 
 
+@pytest.mark.parametrize("crop", [None, {"latitude": (1, 6), "longitude": (2, 9)}],
+                         ids=["planes-of-96", "planes-of-35"])
+def test_gpu_normalise_and_cast_are_bit_exact(store, crop):
+    # 96 elements per plane: four at a time; 35: one at a time. Same bits as the CPU loader.
+    stats = zarrflow.compute_stats(store, VARS)
+    for dtype, view in (("bfloat16", np.uint16), ("float16", np.uint16), ("float32", np.uint32)):
+        cpu, gpu = cpu_and_gpu(store, batch_size=4, shuffle=False, normalize=stats, dtype=dtype,
+                               crop=crop)
+        for a, b in zip(cpu, gpu, strict=True):
+            for k in ("x", "y"):
+                got = b[k].cpu().view(torch.int16 if view is np.uint16 else torch.int32).numpy()
+                want = np.ascontiguousarray(a[k]).view(view)
+                nan = np.isnan(b[k].float().cpu().numpy())
+                assert np.array_equal(nan, np.isnan(a[k].astype(np.float32))), (dtype, k)
+                assert np.array_equal(got.view(view)[~nan], want[~nan]), (dtype, k)
+        assert gpu.stats()["nans"] == cpu.stats()["nans"] > 0
+
+
 def test_torch_dataset_adapter(store):
     import zarrflow.torch as zt
 

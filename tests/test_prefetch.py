@@ -87,6 +87,27 @@ def test_a_shared_gate_bounds_two_prefetches_together():
     assert gate.in_flight == 0
 
 
+def test_a_shared_gate_bounds_the_producers_of_all_prefetches():
+    gate = Gate(8, producers=2)
+    lock, now, most = threading.Lock(), [0], [0]
+
+    def fn(item, worker):
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.01)
+        with lock:
+            now[0] -= 1
+        return item
+
+    a = OrderedPrefetch(fn, range(6), workers=2, gate=gate)
+    b = OrderedPrefetch(fn, range(6), workers=2, gate=gate)
+    assert [a.get() for _ in range(6)] + [b.get() for _ in range(6)] == list(range(6)) * 2
+    assert most[0] == 2 and gate.producing == 0 and gate.in_flight == 0
+    a.close()
+    b.close()
+
+
 def test_closing_one_prefetch_frees_its_places_for_the_other():
     gate = Gate(2)
     a = OrderedPrefetch(Tracker(), range(10), workers=2, gate=gate)

@@ -6,10 +6,11 @@ and not yet taken, which bounds the memory held by batches in flight. With two w
 k+1's host work (reading, checks) runs while batch k's GPU work (copies up, decoding) does, where
 one worker would run them one after the other.
 
-Several prefetches may share one ``Gate``: the bound then holds over all of them together. The
-loader starts its next epoch's prefetch while the current one still has batches in flight, and
-the two share the loader's gate, so reading ahead across the epoch boundary never holds more
-batches than one epoch's prefetch would.
+Several prefetches may share one ``Gate``: its bounds (items in flight, items being produced)
+then hold over all of them together. The loader starts its next epoch's prefetch while the
+current one still has batches in flight, and the two share the loader's gate, so reading ahead
+across the epoch boundary never holds more batches, nor runs more producers (each with its
+staging buffers), than one epoch's prefetch would.
 
 An exception raised by ``fn`` is re-raised to the consumer at that item's position, and no new
 items start after it. ``close()`` stops the workers (an item being produced is finished first)
@@ -25,15 +26,21 @@ from typing import Any, Callable, Sequence
 
 
 class Gate:
-    """At most `limit` items started and not yet taken (or dropped), over every prefetch made
-    with this gate. Its condition is the lock of those prefetches."""
+    """At most `limit` items started and not yet taken (or dropped), and at most `producers`
+    being produced at once (None: no bound beyond each prefetch's workers), over every prefetch
+    made with this gate. Its condition is the lock of those prefetches."""
 
-    def __init__(self, limit: int):
-        if limit < 1:
-            raise ValueError(f"need a limit >= 1, got {limit}")
-        self.limit = limit
+    def __init__(self, limit: int, producers: int | None = None):
+        if limit < 1 or (producers is not None and producers < 1):
+            raise ValueError(f"need a limit and producers >= 1, got {limit} and {producers}")
+        self.limit, self.producers = limit, producers
         self.in_flight = 0
+        self.producing = 0
         self.cond = threading.Condition()
+
+    def full(self) -> bool:
+        return self.in_flight >= self.limit or (
+            self.producers is not None and self.producing >= self.producers)
 
 
 class OrderedPrefetch:
@@ -81,18 +88,20 @@ class OrderedPrefetch:
         while True:
             with self._cond:
                 while (not self._stopped and not self._failed and self._next < len(self._items)
-                       and gate.in_flight >= gate.limit):
+                       and gate.full()):
                     self._cond.wait()
                 if self._stopped or self._failed or self._next >= len(self._items):
                     return
                 i = self._next
                 self._next += 1
                 gate.in_flight += 1
+                gate.producing += 1
             try:
                 result = (True, self._fn(self._items[i], worker))
             except BaseException as e:  # handed to the consumer, which re-raises it
                 result = (False, e)
             with self._cond:
+                gate.producing -= 1
                 if not result[0]:
                     self._failed = True
                 if self._stopped:

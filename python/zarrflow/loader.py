@@ -393,8 +393,9 @@ class Loader:
                               f"ranks with batch_size {batch_size} and drop_last={drop_last}")
         self._streams: list = []  # one CUDA stream per worker, made on first use
         self._request_templates: list | None = None
-        # Batches started and not yet taken, over this pass and the next one read ahead.
-        self._gate = Gate(self.prefetch + self.workers - 1)
+        # Batches started and not yet taken, and batches being made, over this pass and the next
+        # one read ahead: the same bounds as within one pass.
+        self._gate = Gate(self.prefetch + self.workers - 1, producers=self.workers)
 
     # --- configuration helpers -----------------------------------------------------------
     def _crop(self, crop: dict) -> list[tuple[int, int]]:

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <tuple>
 
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/store/memory_store.h"
@@ -211,6 +212,57 @@ TEST_F(DeviceReadTest, ReadManySharesChunksWithinAndAcrossBatches) {
     EXPECT_GT(report.deduplicated, 0) << "batch_bytes " << batch;
   }
   cudaFree(d);
+}
+
+// Whole rows of an uncompressed array, each read twice: the second copy of a row comes from the
+// first one's bytes on the GPU (the dense-copy path of the scatter kernel), into destinations at
+// odd, 4-byte and 16-byte aligned offsets; rows span several scatter tiles.
+TEST_F(DeviceReadTest, SharedRowsCopiedAtAnyAlignment) {
+  for (const auto& [dtype, elem, width] :
+       {std::tuple{"uint8", 1, 37}, std::tuple{"float32", 4, 9001}}) {
+    auto store = std::make_shared<MemoryStore>();
+    const std::string meta = std::string(R"({"zarr_format": 3, "node_type": "array", "shape": [3, )") +
+                             std::to_string(width) + R"(], "data_type": ")" + dtype +
+                             R"(", "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, )" +
+                             std::to_string(width) + R"(]}}, "chunk_key_encoding": {"name": "default"},
+        "fill_value": 0, "codecs": )" + kBytes + "}";
+    ASSERT_TRUE(store->set("r/zarr.json", meta).ok());
+    for (int r = 0; r < 3; ++r) {
+      Bytes row(std::size_t(width) * elem);
+      for (std::size_t i = 0; i < row.size(); ++i) row[i] = std::byte((r * 131 + i * 7) & 0xff);
+      ASSERT_TRUE(store->set("r/c/" + std::to_string(r) + "/0", row).ok());
+    }
+    auto node = open_node(store, "r");
+    const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+    const Shape row{1, width};
+    const std::int64_t row_bytes = std::int64_t(width) * elem;
+    const std::int64_t total = 6 * row_bytes + 64;
+    Bytes cpu(total, std::byte{0}), gpu(total);
+    void* d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, total), cudaSuccess);
+    ASSERT_EQ(cudaMemset(d, 0, total), cudaSuccess);
+    // Offsets: row r once at r * row_bytes and again after them, shifted by 1, 4 or 16 bytes.
+    std::vector<ReadRequest> host, dev;
+    for (int r = 0; r < 3; ++r)
+      for (std::int64_t off : {r * row_bytes, 3 * row_bytes + std::int64_t(r) * (row_bytes + 16) +
+                                                  (r == 0 ? elem : r == 1 ? 4 * elem : 16)}) {
+        const Selection sel{{r, 0}, row, {1, 1}};
+        host.push_back({&arr, sel, {cpu.data() + off, row, c_strides(row, elem)}});
+        dev.push_back({&arr, sel, {static_cast<std::byte*>(d) + off, row, c_strides(row, elem)}});
+      }
+    ASSERT_LE(3 * row_bytes + 2 * (row_bytes + 16) + 16 + row_bytes, total);
+    ASSERT_TRUE(read_many(host, ReadOptions{}).ok());
+    DeviceReader reader;
+    DeviceReadOptions opt;
+    opt.decode = GpuDecode::kOn;
+    DeviceReadReport report;
+    Status s = reader.read_many(dev, opt, &report);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    ASSERT_EQ(cudaMemcpy(gpu.data(), d, total, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(d);
+    EXPECT_EQ(cpu, gpu) << dtype;
+    EXPECT_EQ(report.deduplicated, 3) << dtype;
+  }
 }
 
 TEST_F(DeviceReadTest, CorruptChunkNamesTheKeyAndTheGpuStaysUsable) {

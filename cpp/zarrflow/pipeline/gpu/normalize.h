@@ -13,7 +13,8 @@ namespace zarrflow::gpu {
 enum class OutType : int { kFloat32 = 0, kBFloat16 = 1, kFloat16 = 2 };
 
 // `d_mean` / `d_inv_std` hold `channels` floats in device memory; `d_nans` one counter that is
-// incremented by the number of NaNs seen. `out` may alias `in` only for kFloat32.
+// incremented by the number of NaNs seen. `out` may alias `in` only for kFloat32. `n` must be
+// a whole number of planes of `inner` elements (cudaErrorInvalidValue otherwise).
 cudaError_t launch_normalize_cast(const float* in, void* out, OutType type, std::int64_t n,
                                   std::int64_t inner, std::int64_t channels, const float* d_mean,
                                   const float* d_inv_std, unsigned long long* d_nans,
