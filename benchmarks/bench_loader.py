@@ -211,6 +211,9 @@ def main() -> int:
     ap.add_argument("--seed-chunks", action="store_true",
                     help="only: stores chunked like the seed's rechunked one, (640, 1280) per "
                          "field (edge chunks at 721x1440), read as 640x1280 windows")
+    ap.add_argument("--windows", action="store_true",
+                    help="only: 640x1280 windows of the 721x1440-chunked stores (2 and 3 workers) "
+                         "and whole 721x1440 fields (2 workers) for reference")
     ap.add_argument("--full", action="store_true",
                     help="every grid x dtype x step combination (default: the ones the targets "
                          "name, plus one worker vs two)")
@@ -220,10 +223,11 @@ def main() -> int:
     data, out = Path(args.data), Path(args.out)
     data.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    tag = "_c640" if args.seed_chunks else ""
+    tag = "_c640" if args.seed_chunks else "_windows" if args.windows else ""
     chunk_hw = (640, 1280) if args.seed_chunks else (NLAT, NLON)
-    wb2 = data / f"wb2_{args.ntime_wb2}{tag}.zarr"
-    stack = data / f"stack71_{args.ntime_stack}{tag}.zarr"
+    store_tag = "_c640" if args.seed_chunks else ""
+    wb2 = data / f"wb2_{args.ntime_wb2}{store_tag}.zarr"
+    stack = data / f"stack71_{args.ntime_stack}{store_tag}.zarr"
     pool = None
     for path, writer, nt in ((wb2, write_wb2, args.ntime_wb2), (stack, write_stack, args.ntime_stack)):
         if not (path / ".complete").exists():
@@ -245,6 +249,11 @@ def main() -> int:
     plan = []  # (config, grid, dtype, step, workers)
     for cfg in ([] if args.only_cache else configs):
         if args.seed_chunks:
+            for workers in (3, 2):
+                plan.append((cfg, "640x1280", "float32", 0.0, workers))
+            continue
+        if args.windows:
+            plan.append((cfg, "721x1440", "float32", 0.0, 2))
             for workers in (3, 2):
                 plan.append((cfg, "640x1280", "float32", 0.0, workers))
             continue
@@ -283,7 +292,7 @@ def main() -> int:
                                     (stack, stack_vars, "stacked v3 zstd, 71 ch")):
         tiers = (("GPU", {"cache_gb": 30.0}, 1), ("GPU", {"cache_gb": 30.0}, 2),
                  ("pinned host", {"host_cache_gb": 30.0}, 2))
-        for tier, kw, workers in (() if args.seed_chunks else
+        for tier, kw, workers in (() if args.seed_chunks or args.windows else
                                   tiers if args.full or args.only_cache else tiers[:2]):
             print(f"run: {label} {tier} cache, {workers} workers", flush=True)
             r = run_zarrflow(store, variables, crop=None, dtype="float32", normalize=None,
@@ -293,7 +302,7 @@ def main() -> int:
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
     (out / f"bench_loader{tag}.json").write_text(json.dumps(results, indent=2))
-    for step in (() if args.only_cache or args.seed_chunks else (0.0, 0.05)):
+    for step in (() if args.only_cache or args.seed_chunks or args.windows else (0.0, 0.05)):
         try:
             r = run_baseline(wb2, wb2_vars, step)
             name = "DataLoader+tensorstore (8 workers)"

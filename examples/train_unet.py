@@ -304,7 +304,7 @@ def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, dev
             model.train()
         wait = compute = 0.0
         n = 0
-        step_ms, wait_ms = [], []
+        step_ms, wait_ms, sync_ms = [], [], []
         torch.cuda.synchronize(device)
         t_epoch = time.perf_counter()
         it = train_iter(epoch)
@@ -314,8 +314,10 @@ def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, dev
                 x, y = next(it)
             except StopIteration:
                 break
+            t_next = time.perf_counter()
             torch.cuda.current_stream(device).synchronize()  # the batch is on the GPU: waiting ends
             t1 = time.perf_counter()
+            sync_ms.append(1e3 * (t1 - t_next))
             if model is not None:
                 if args.channels_last:
                     x = x.contiguous(memory_format=torch.channels_last)
@@ -360,7 +362,9 @@ def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, dev
                "wait_s": wait_all, "compute_s": compute_all, "outside_steps_s": outside_all,
                "step_ms_median": med,
                # this rank's steps, in order: where in the epoch the waits fall
-               "step_ms": [round(v, 2) for v in step_ms], "wait_ms": [round(v, 2) for v in wait_ms]}
+               "step_ms": [round(v, 2) for v in step_ms], "wait_ms": [round(v, 2) for v in wait_ms],
+               # the part of each wait spent in the stream synchronisation after next()
+               "sync_ms": [round(v, 2) for v in sync_ms]}
         epochs.append(rec)
         if rank == 0:
             print(f"  [{kind}] epoch {epoch}: {rec['samples']} samples in {wall_all:.2f} s, "

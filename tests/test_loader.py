@@ -475,3 +475,26 @@ def test_thread_nice_from_the_environment(monkeypatch, store):
     assert _threads.make_executor(1).nice == 0
     monkeypatch.delenv("ZARRFLOW_THREAD_NICE")
     assert _threads.make_executor(1).nice == _threads.DEFAULT_NICE == 5
+
+
+def test_read_batch_rejects_bad_request_tables(store):
+    from zarrflow import _core
+
+    ld = zarrflow.Loader(store, VARS, batch_size=2, device="cpu", output="numpy", shuffle=False)
+    arrays, table = ld._requests(*ld._where(ld.batches()[0]), 2)
+    target = _core.empty_tensor([2, 2, len(VARS), NLAT, NLON], "float32", "cpu", 0)
+    _core.read_batch(arrays, table, target)  # as the loader calls it
+    with pytest.raises(zarrflow.ZarrflowError, match="3 \\+ 4 x D columns"):
+        _core.read_batch(arrays, np.ascontiguousarray(table[:, :-1]), target)
+    bad = table.copy()
+    bad[0, 0] = len(arrays)
+    with pytest.raises(zarrflow.ZarrflowError, match="request 0 names array"):
+        _core.read_batch(arrays, bad, target)
+    bad = table.copy()
+    bad[-1, 2] += NLAT * NLON  # one plane past the end of the batch
+    with pytest.raises(zarrflow.ZarrflowError, match="writes outside"):
+        _core.read_batch(arrays, bad, target)
+    bad = table.copy()
+    bad[1, 2] = -1
+    with pytest.raises(zarrflow.ZarrflowError, match="writes outside"):
+        _core.read_batch(arrays, bad, target)

@@ -348,31 +348,61 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 // Reads many regions into one target tensor: each request is (array, start, count, step,
 // dest element offset, dest element strides). GPU targets go through one DeviceReader pipeline
 // (chunks shared by several requests fetched and decoded once); host targets through read_many.
-nb::dict read_batch(const nb::list& requests, const py::Tensor& target,
-                    std::optional<std::uintptr_t> stream, const std::string& decode,
-                    const std::string& io, Executor* exec, nb::handle cache, nb::handle host_cache,
-                    Executor* decode_exec, double host_share) {
+// `requests` is one row per region, int64: [array index, ndim, destination offset (elements),
+// start[D], count[D], step[D], destination strides (elements)[D]] with D = (columns - 3) / 4 and
+// the first `ndim` of each group used. A table, not a list of tuples: the loader's workers build
+// and pass thousands of regions per batch, and parsing Python objects would hold the GIL the
+// training thread needs for milliseconds.
+nb::dict read_batch(const nb::list& arrays,
+                    const nb::ndarray<const std::int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>&
+                        requests,
+                    const py::Tensor& target, std::optional<std::uintptr_t> stream,
+                    const std::string& decode, const std::string& io, Executor* exec,
+                    nb::handle cache, nb::handle host_cache, Executor* decode_exec,
+                    double host_share) {
   const auto& st = *target.state;
   const std::int64_t elem = st.dtype.size;
   std::vector<std::shared_ptr<Array>> keep;
-  std::vector<ReadRequest> reqs;
-  reqs.reserve(requests.size());
-  for (nb::handle h : requests) {
-    auto t = nb::cast<nb::tuple>(h);
-    auto arr = nb::cast<std::shared_ptr<Array>>(t[0]);
+  keep.reserve(arrays.size());
+  for (nb::handle h : arrays) {
+    auto arr = nb::cast<std::shared_ptr<Array>>(h);
     if (arr->dtype().size != st.dtype.size)
       throw StatusError(
           invalid_argument(arr->describe() + " has " + std::to_string(arr->dtype().size) +
                            "-byte elements, the batch " + std::to_string(st.dtype.size)));
-    ReadRequest r;
-    r.array = arr.get();
-    r.region = {nb::cast<Shape>(t[1]), nb::cast<Shape>(t[2]), nb::cast<Shape>(t[3])};
-    r.dest.data = static_cast<std::byte*>(st.data) + nb::cast<std::int64_t>(t[4]) * elem;
-    r.dest.shape = r.region.count;
-    r.dest.strides = nb::cast<Shape>(t[5]);
-    for (auto& x : r.dest.strides) x *= elem;
     keep.push_back(std::move(arr));
-    reqs.push_back(std::move(r));
+  }
+  const std::size_t rows = requests.shape(0), cols = requests.shape(1);
+  if (cols < 3 || (cols - 3) % 4 != 0)
+    throw StatusError(invalid_argument("read_batch: a request row has 3 + 4 x D columns, got " +
+                                       std::to_string(cols)));
+  const std::size_t D = (cols - 3) / 4;
+  const std::int64_t* t = requests.data();
+  std::vector<ReadRequest> reqs(rows);
+  for (std::size_t i = 0; i < rows; ++i, t += cols) {
+    const std::int64_t a = t[0], nd = t[1];
+    if (a < 0 || std::size_t(a) >= keep.size() || nd < 0 || std::size_t(nd) > D ||
+        std::size_t(nd) != keep[std::size_t(a)]->shape().size())
+      throw StatusError(invalid_argument("read_batch: request " + std::to_string(i) +
+                                         " names array " + std::to_string(a) + " with " +
+                                         std::to_string(nd) + " dimensions"));
+    ReadRequest& r = reqs[i];
+    r.array = keep[std::size_t(a)].get();
+    const auto col = [&](std::size_t group) {
+      return Shape(t + 3 + group * D, t + 3 + group * D + nd);
+    };
+    r.region = {col(0), col(1), col(2)};
+    r.dest.data = static_cast<std::byte*>(st.data) + t[2] * elem;
+    r.dest.shape = r.region.count;
+    r.dest.strides = col(3);
+    std::int64_t last = t[2];  // the region's last element in the target must lie inside it
+    for (std::size_t d = 0; d < r.dest.shape.size(); ++d)
+      last += (std::max<std::int64_t>(r.dest.shape[d], 1) - 1) * r.dest.strides[d];
+    if (t[2] < 0 || last >= std::max<std::int64_t>(product(st.shape), 1))
+      throw StatusError(invalid_argument("read_batch: request " + std::to_string(i) +
+                                         " writes outside the " + std::to_string(product(st.shape)) +
+                                         "-element target"));
+    for (auto& x : r.dest.strides) x *= elem;
   }
   nb::dict out;
   Status s;
@@ -537,7 +567,7 @@ NB_MODULE(_core, m) {
       "'' when nvCOMP is loaded, else why not");
 
   m.def("empty_tensor", &empty_tensor, "shape"_a, "dtype"_a, "device"_a, "device_id"_a = 0);
-  m.def("read_batch", &read_batch, "requests"_a, "target"_a, "stream"_a = nb::none(),
+  m.def("read_batch", &read_batch, "arrays"_a, "requests"_a, "target"_a, "stream"_a = nb::none(),
         "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(), "cache"_a = nb::none(),
         "host_cache"_a = nb::none(), "decode_executor"_a = nb::none(), "host_share"_a = 0.0);
 #ifdef ZARRFLOW_HAVE_CUDA

@@ -497,44 +497,57 @@ class Loader:
         origin = self.patch_origins[sample_id % p]
         return int(self.times[sample_id // p]), tuple(lo + o for (lo, _), o in zip(self.crop, origin))
 
-    def _templates(self) -> list[tuple]:
-        """Per channel, what every region of it shares: (handle, start with the fixed indices
-        set, count, step, destination strides, time axis, spatial axes). Built once: the
-        workers build 2 x C x batch regions per batch while holding the GIL."""
+    def _templates(self) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+        """What every region of a channel shares, built once: (arrays, one request row per
+        channel with the fixed indices, counts, steps and destination strides set, the column
+        of each channel's time index, the columns of its spatial indices)."""
         if self._request_templates is None:
+            chans = self.spec.channels
+            D = max(ch.array.ndim for ch in chans)
             spatial_strides = [int(np.prod(self.patch_size[i + 1:], dtype=np.int64))
                                for i in range(len(self.patch_size))]
-            out = []
-            for ch in self.spec.channels:
+            rows = np.zeros((len(chans), 3 + 4 * D), np.int64)
+            for c, ch in enumerate(chans):
                 nd = ch.array.ndim
-                start, count, dstr = [0] * nd, [1] * nd, [0] * nd
+                rows[c, 0], rows[c, 1] = c, nd
+                start, count, step, dstr = (slice(3 + g * D, 3 + g * D + nd) for g in range(4))
+                rows[c, count], rows[c, step] = 1, 1
                 for axis, idx in ch.fixed.items():
-                    start[axis] = idx
+                    rows[c, start][axis] = idx
                 for axis, size, st in zip(ch.spatial_axes, self.patch_size, spatial_strides):
-                    count[axis], dstr[axis] = size, st
-                out.append((ch.array._h, start, count, [1] * nd, dstr, ch.time_axis,
-                            list(ch.spatial_axes)))
-            self._request_templates = out
+                    rows[c, count][axis], rows[c, dstr][axis] = size, st
+            time_col = np.array([3 + ch.time_axis for ch in chans], np.int64)
+            space_cols = np.array([[3 + a for a in ch.spatial_axes] for ch in chans],
+                                  np.int64).reshape(len(chans), len(self.patch_size))
+            self._request_templates = ([ch.array._h for ch in chans], rows, time_col, space_cols)
         return self._request_templates
 
-    def _requests(self, samples: np.ndarray, steps: int) -> list[tuple]:
-        """One region per (sample, step, channel) into a float32 [B, steps, C, *spatial] buffer."""
-        templates = self._templates()
-        C = len(templates)
+    def _where(self, samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(time index, spatial origin) of each sample: arrays of shape (B,) and (B, dims)."""
+        where = [self._sample(int(sid)) for sid in samples]
+        return (np.array([t for t, _ in where], np.int64),
+                np.array([o for _, o in where], np.int64).reshape(len(samples), -1))
+
+    def _requests(self, times: np.ndarray, origins: np.ndarray,
+                  steps: int) -> tuple[list, np.ndarray]:
+        """One region per (sample, step, channel) into a float32 [B, steps, C, *spatial] buffer:
+        (arrays, request table) for _core.read_batch, built with a few NumPy operations."""
+        arrays, rows, time_col, space_cols = self._templates()
+        C = len(arrays)
+        B = len(times)
         inner = int(np.prod(self.spatial_shape))
-        reqs = []
-        offsets = [-(self.h - 1) + j for j in range(self.h)] + [self.lead + j for j in range(self.k)]
-        for b, sid in enumerate(samples):
-            t, origin = self._sample(int(sid))
-            for s, off in enumerate(offsets):
-                base = (b * steps + s) * C * inner
-                for c, (h, start0, count, step, dstr, t_axis, sp_axes) in enumerate(templates):
-                    start = start0.copy()
-                    start[t_axis] = t + off
-                    for axis, o in zip(sp_axes, origin):
-                        start[axis] = o
-                    reqs.append((h, start, count, step, base + c * inner, dstr))
-        return reqs
+        offsets = np.array([-(self.h - 1) + j for j in range(self.h)]
+                           + [self.lead + j for j in range(self.k)], np.int64)
+        table = np.tile(rows, (B * steps, 1))  # rows in (sample, step, channel) order
+        n = len(table)
+        idx = np.arange(n)
+        table[:, 2] = idx * inner
+        table[idx, np.tile(time_col, B * steps)] = np.repeat(
+            (times[:, None] + offsets[None, :]).reshape(-1), C)
+        per_row_origin = np.repeat(origins, steps * C, axis=0)
+        for k in range(space_cols.shape[1]):
+            table[idx, np.tile(space_cols[:, k], B * steps)] = per_row_origin[:, k]
+        return arrays, table
 
     def _stream(self, worker: int):
         """Worker `worker`'s CUDA stream (its reads and normalisation are ordered on it)."""
@@ -550,7 +563,9 @@ class Loader:
         stream = self._stream(worker) if self.on_gpu else None
         t0 = time.perf_counter()
         raw = _core.empty_tensor(shape, "float32", dev, self.device_id)
-        report = _core.read_batch(self._requests(samples, steps), raw, stream, self.gpu_decode,
+        times, origins = self._where(samples)
+        report = _core.read_batch(*self._requests(times, origins, steps), raw, stream,
+                                  self.gpu_decode,
                                   "auto", self._executor, self.cache, self.host_cache,
                                   self._decode_executor, self.host_decode_share)
         t_read = time.perf_counter()
@@ -578,9 +593,7 @@ class Loader:
                     "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms", "scatter_ms"):
             if report and key in report:
                 delta[key] = report[key]
-        where = [self._sample(int(i)) for i in samples]
-        return {"raw": out, "times": np.array([t for t, _ in where]), "stats": delta,
-                "origin": np.array([o for _, o in where]).reshape(len(samples), -1),
+        return {"raw": out, "times": times, "stats": delta, "origin": origins,
                 "timing": (worker, t0, t_read, t_end)}
 
     def _convert(self, item: dict) -> dict:
