@@ -212,7 +212,7 @@ def main() -> int:
                     help="only: stores chunked like the seed's rechunked one, (640, 1280) per "
                          "field (edge chunks at 721x1440), read as 640x1280 windows")
     ap.add_argument("--windows", action="store_true",
-                    help="only: 640x1280 windows of the 721x1440-chunked stores (2 and 3 workers) "
+                    help="only: 640x1280 windows of the 721x1440-chunked stores (2 to 4 workers) "
                          "and whole 721x1440 fields (2 workers) for reference")
     ap.add_argument("--full", action="store_true",
                     help="every grid x dtype x step combination (default: the ones the targets "
@@ -254,7 +254,7 @@ def main() -> int:
             continue
         if args.windows:
             plan.append((cfg, "721x1440", "float32", 0.0, 2))
-            for workers in (3, 2):
+            for workers in (4, 3, 2):
                 plan.append((cfg, "640x1280", "float32", 0.0, workers))
             continue
         if args.full:
