@@ -345,8 +345,7 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 #endif
 }
 
-// Reads many regions into one target tensor: each request is (array, start, count, step,
-// dest element offset, dest element strides). GPU targets go through one DeviceReader pipeline
+// Reads many regions into one target tensor. GPU targets go through one DeviceReader pipeline
 // (chunks shared by several requests fetched and decoded once); host targets through read_many.
 // `requests` is one row per region, int64: [array index, ndim, destination offset (elements),
 // start[D], count[D], step[D], destination strides (elements)[D]] with D = (columns - 3) / 4 and
@@ -377,6 +376,7 @@ nb::dict read_batch(const nb::list& arrays,
     throw StatusError(invalid_argument("read_batch: a request row has 3 + 4 x D columns, got " +
                                        std::to_string(cols)));
   const std::size_t D = (cols - 3) / 4;
+  const std::int64_t target_elems = std::max<std::int64_t>(product(st.shape), 1);
   const std::int64_t* t = requests.data();
   std::vector<ReadRequest> reqs(rows);
   for (std::size_t i = 0; i < rows; ++i, t += cols) {
@@ -398,9 +398,9 @@ nb::dict read_batch(const nb::list& arrays,
     std::int64_t last = t[2];  // the region's last element in the target must lie inside it
     for (std::size_t d = 0; d < r.dest.shape.size(); ++d)
       last += (std::max<std::int64_t>(r.dest.shape[d], 1) - 1) * r.dest.strides[d];
-    if (t[2] < 0 || last >= std::max<std::int64_t>(product(st.shape), 1))
+    if (t[2] < 0 || last >= target_elems)
       throw StatusError(invalid_argument("read_batch: request " + std::to_string(i) +
-                                         " writes outside the " + std::to_string(product(st.shape)) +
+                                         " writes outside the " + std::to_string(target_elems) +
                                          "-element target"));
     for (auto& x : r.dest.strides) x *= elem;
   }

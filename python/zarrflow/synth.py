@@ -190,7 +190,9 @@ def _fields_by_step(makers: list[FieldMaker], ntime: int):
     depend on the thread count; the next step is generated while this one is written."""
     from concurrent.futures import ThreadPoolExecutor
 
-    threads = max(1, min(len(makers), os.cpu_count() or 1))
+    from ._threads import default_threads
+
+    threads = max(1, min(len(makers), default_threads()))
     with ThreadPoolExecutor(threads, thread_name_prefix="zarrflow-synth") as pool:
         def step(t: int) -> list:
             return [pool.submit(m.at, t) for m in makers]

@@ -99,8 +99,8 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
     const std::int64_t first = (tile - tile_starts[lo]) * kScatterTile;
     const std::int64_t last = min(first + kScatterTile, job.count);
     const std::uint32_t elem = job.elem;
-    const int inner = job.ndim - 1;
-    if (job.src != nullptr && job.swap_unit <= 1 && job.src_strides[inner] == elem &&
+    const int inner = job.ndim - 1;  // -1 for a single element (every dimension merged away)
+    if (inner >= 0 && job.src != nullptr && job.swap_unit <= 1 && job.src_strides[inner] == elem &&
         job.dst_strides[inner] == elem) {
       // Rows contiguous on both sides (whole chunks, windows of them): copy row by row, with
       // the index arithmetic once per row instead of once per element.

@@ -15,29 +15,32 @@ __device__ inline __nv_bfloat16 convert<__nv_bfloat16>(float x) { return __float
 template <>
 __device__ inline __half convert<__half>(float x) { return __float2half_rn(x); }
 
-// Four outputs at once: 16, 8 or 8 bytes.
+// Two 16-bit outputs packed into one 32-bit word (round to nearest even, like convert<T>).
 template <typename T>
-struct Vec4;
+__device__ inline unsigned pack2(float a, float b);
+template <>
+__device__ inline unsigned pack2<__nv_bfloat16>(float a, float b) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+template <>
+__device__ inline unsigned pack2<__half>(float a, float b) {
+  const __half2 v = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+
+// Four outputs at once: 8 bytes of 16-bit types, 16 bytes of floats.
+template <typename T>
+struct Vec4 {
+  using type = uint2;
+  __device__ static type make(float a, float b, float c, float d) {
+    return {pack2<T>(a, b), pack2<T>(c, d)};
+  }
+};
 template <>
 struct Vec4<float> {
   using type = float4;
   __device__ static type make(float a, float b, float c, float d) { return {a, b, c, d}; }
-};
-template <>
-struct Vec4<__nv_bfloat16> {
-  using type = uint2;
-  __device__ static type make(float a, float b, float c, float d) {
-    const __nv_bfloat162 lo = __floats2bfloat162_rn(a, b), hi = __floats2bfloat162_rn(c, d);
-    return {*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi)};
-  }
-};
-template <>
-struct Vec4<__half> {
-  using type = uint2;
-  __device__ static type make(float a, float b, float c, float d) {
-    const __half2 lo = __floats2half2_rn(a, b), hi = __floats2half2_rn(c, d);
-    return {*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi)};
-  }
 };
 
 // blockIdx.y walks the planes (one channel of one sample and step: `inner` elements, so the
