@@ -67,14 +67,22 @@ def test_gpu_normalise_and_cast_match_cpu(store):
         assert gpu.stats()["nans"] == cpu.stats()["nans"] > 0
 
 
+@pytest.mark.parametrize("path", ["gpu-decode", "host-decode", "gpu-cache"])
 @pytest.mark.parametrize("crop", [None, {"latitude": (1, 6), "longitude": (2, 9)}],
                          ids=["planes-of-96", "planes-of-35"])
-def test_gpu_normalise_and_cast_are_bit_exact(store, crop):
-    # 96 elements per plane: four at a time; 35: one at a time. Same bits as the CPU loader.
+def test_gpu_normalise_and_cast_are_bit_exact(store, crop, path):
+    # Normalisation and cast happen as chunks are copied into the batch: on the GPU for chunks
+    # decoded there or taken from the GPU cache (second pass), on the host for chunks the host
+    # threads decoded. On the GPU, whole planes (96 contiguous elements) go four at a time, the
+    # cropped rows of 7 one at a time. Same bits as the
+    # CPU loader, which normalises in NumPy after reading float32.
     stats = zarrflow.compute_stats(store, VARS)
+    extra = {"host-decode": dict(gpu_decode="off"), "gpu-cache": dict(cache_gb=1)}.get(path, {})
     for dtype, view in (("bfloat16", np.uint16), ("float16", np.uint16), ("float32", np.uint32)):
         cpu, gpu = cpu_and_gpu(store, batch_size=4, shuffle=False, normalize=stats, dtype=dtype,
-                               crop=crop)
+                               crop=crop, **extra)
+        if path == "gpu-cache":
+            list(gpu)  # fills the cache
         for a, b in zip(cpu, gpu, strict=True):
             for k in ("x", "y"):
                 got = b[k].cpu().view(torch.int16 if view is np.uint16 else torch.int32).numpy()
@@ -82,7 +90,14 @@ def test_gpu_normalise_and_cast_are_bit_exact(store, crop):
                 nan = np.isnan(b[k].float().cpu().numpy())
                 assert np.array_equal(nan, np.isnan(a[k].astype(np.float32))), (dtype, k)
                 assert np.array_equal(got.view(view)[~nan], want[~nan]), (dtype, k)
-        assert gpu.stats()["nans"] == cpu.stats()["nans"] > 0
+        st = gpu.stats()
+        if path == "gpu-cache":
+            assert st["cache_hits"] > 0 and st["nans"] == 2 * cpu.stats()["nans"] > 0
+        else:
+            assert st["nans"] == cpu.stats()["nans"] > 0
+        if path == "host-decode":  # each plane decoded, normalised and cast by a host thread
+            assert st["cpu_decoded"] > 0 and st["gpu_decoded"] == 0
+            assert st["host_transformed"] == st["cpu_decoded"]
 
 
 def test_torch_dataset_adapter(store):
@@ -292,3 +307,37 @@ def test_host_decode_share_splits_decoding_and_changes_no_bits(store):
     assert st["gpu_decoded"] > 0 and st["cpu_decoded"] > 0
     # (CPU counts include chunks several samples share; GPU counts do not)
     assert 0.25 <= st["cpu_decoded"] / (st["cpu_decoded"] + st["gpu_decoded"]) <= 0.75
+
+
+def test_uncompressed_planes_are_converted_as_they_are_read(tmp_path):
+    # Whole uncompressed float32 planes of a local store go through a small per-thread buffer on
+    # the host, piece by piece (256 KiB; a plane here is 1.4 pieces), and are copied up already
+    # normalised and cast. Same bits and NaN count as the CPU loader; a missing plane is filled.
+    zarr = pytest.importorskip("zarr")
+    nt, ny, nx = 6, 300, 301
+    root = zarr.open_group(str(tmp_path / "raw.zarr"), mode="w", zarr_format=3)
+    rng = np.random.default_rng(3)
+    data = (rng.standard_normal((nt, 2, ny, nx)) * 40 + 250).astype("float32")
+    data[2, 1, 7, 11:20] = np.nan
+    a = root.create_array("x", shape=data.shape, chunks=(1, 1, ny, nx), dtype="float32",
+                          dimension_names=["time", "channel", "latitude", "longitude"],
+                          fill_value=np.nan, compressors=None)
+    a[...] = data
+    (tmp_path / "raw.zarr" / "x" / "c" / "4" / "0" / "0" / "0").unlink()  # time 4, channel 0
+    norm = {"mean": [250.0, 249.0], "std": [40.0, 39.0]}
+    kw = dict(batch_size=2, shuffle=False, normalize=norm)
+    for dtype, view in (("bfloat16", np.uint16), ("float32", np.uint32)):
+        cpu = zarrflow.Loader(tmp_path / "raw.zarr", ["x@0", "x@1"], device="cpu",
+                              output="numpy", dtype=dtype, **kw)
+        gpu = zarrflow.Loader(tmp_path / "raw.zarr", ["x@0", "x@1"], device="cuda", dtype=dtype,
+                              **kw)
+        for a_, b_ in zip(cpu, gpu, strict=True):
+            for k in ("x", "y"):
+                got = b_[k].cpu().view(torch.int16 if view is np.uint16 else torch.int32).numpy()
+                want = np.ascontiguousarray(a_[k]).view(view)
+                nan = np.isnan(b_[k].float().cpu().numpy())
+                assert np.array_equal(nan, np.isnan(a_[k].astype(np.float32))), (dtype, k)
+                assert np.array_equal(got.view(view)[~nan], want[~nan]), (dtype, k)
+        st = gpu.stats()
+        assert st["missing"] > 0 and st["nans"] == cpu.stats()["nans"] > 0
+        assert st["host_transformed"] > 0 and st["cpu_decoded"] == 0

@@ -20,7 +20,6 @@
 #include "zarrflow/zarr/hierarchy.h"
 #ifdef ZARRFLOW_HAVE_CUDA
 #include "zarrflow/codec/gpu/nvcomp.h"
-#include "zarrflow/pipeline/gpu/normalize.h"
 #include "zarrflow/zarr/gpu/device_read.h"
 #endif
 
@@ -199,6 +198,8 @@ nb::dict report_dict(const gpu::DeviceReadReport& report) {
   r["h2d_ms"] = report.h2d_ms;
   r["decode_ms"] = report.decode_ms;
   r["scatter_ms"] = report.scatter_ms;
+  r["nans"] = report.nans;
+  r["host_transformed"] = report.host_transformed;
   nb::list notes;
   for (const auto& n : report.notes) notes.append(n);
   r["notes"] = notes;
@@ -352,20 +353,25 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 // the first `ndim` of each group used. A table, not a list of tuples: the loader's workers build
 // and pass thousands of regions per batch, and parsing Python objects would hold the GIL the
 // training thread needs for milliseconds.
+// `normalize` (GPU targets only), float32, one (mean, std) row per region: the target receives
+// cast((x - mean) / std) in its own dtype (float32, bfloat16, float16), computed as the chunks
+// are copied in (ElementTransform), and the report counts the NaNs read.
 nb::dict read_batch(const nb::list& arrays,
                     const nb::ndarray<const std::int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>&
                         requests,
                     const py::Tensor& target, std::optional<std::uintptr_t> stream,
                     const std::string& decode, const std::string& io, Executor* exec,
                     nb::handle cache, nb::handle host_cache, Executor* decode_exec,
-                    double host_share) {
+                    double host_share,
+                    std::optional<nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>>
+                        normalize) {
   const auto& st = *target.state;
   const std::int64_t elem = st.dtype.size;
   std::vector<std::shared_ptr<Array>> keep;
   keep.reserve(arrays.size());
   for (nb::handle h : arrays) {
     auto arr = nb::cast<std::shared_ptr<Array>>(h);
-    if (arr->dtype().size != st.dtype.size)
+    if (!normalize && arr->dtype().size != st.dtype.size)
       throw StatusError(
           invalid_argument(arr->describe() + " has " + std::to_string(arr->dtype().size) +
                            "-byte elements, the batch " + std::to_string(st.dtype.size)));
@@ -404,9 +410,15 @@ nb::dict read_batch(const nb::list& arrays,
                                          "-element target"));
     for (auto& x : r.dest.strides) x *= elem;
   }
+  if (normalize && (normalize->shape(0) != rows || normalize->shape(1) != 2))
+    throw StatusError(invalid_argument("read_batch: normalize needs one (mean, std) row per "
+                                       "request"));
   nb::dict out;
   Status s;
   if (st.device_type == 1) {
+    if (normalize)
+      throw StatusError(invalid_argument("read_batch: normalize is done on the GPU; host batches "
+                                         "are normalised by the loader"));
     {
       nb::gil_scoped_release release;
       s = read_many(reqs, read_options(exec));
@@ -426,6 +438,29 @@ nb::dict read_batch(const nb::list& arrays,
   if (!(host_share >= 0.0 && host_share <= 1.0))
     throw StatusError(invalid_argument("host_share must be in [0, 1]"));
   opts.host_share = host_share;
+  std::vector<ElementTransform> transforms;
+  if (normalize) {
+    const OutType type = st.dtype.kind == DTypeKind::kBFloat16 ? OutType::kBFloat16
+                              : st.dtype.kind == DTypeKind::kFloat && st.dtype.size == 2
+                                  ? OutType::kFloat16
+                              : st.dtype.kind == DTypeKind::kFloat && st.dtype.size == 4
+                                  ? OutType::kFloat32
+                                  : OutType::kStored;
+    if (type == OutType::kStored)
+      throw StatusError(invalid_argument("read_batch: a normalised batch is float32, bfloat16 or "
+                                         "float16, not " + st.dtype.v3_name()));
+    transforms.resize(rows);
+    const float* mv = normalize->data();
+    for (std::size_t i = 0; i < rows; ++i) {
+      const float sd = mv[2 * i + 1];
+      if (!(sd > 0.f))
+        throw StatusError(invalid_argument("read_batch: std must be positive (request " +
+                                           std::to_string(i) + ")"));
+      // 1 / std in float32, as the CPU loader computes it, so both give the same bits.
+      transforms[i] = {type, mv[2 * i], 1.f / sd};
+    }
+    opts.transforms = transforms;
+  }
   const ReadOptions host = read_options(exec);
   opts.pool = host.pool;
   opts.buffers = host.buffers;
@@ -449,57 +484,11 @@ nb::dict read_batch(const nb::list& arrays,
   (void)host_cache;
   (void)decode_exec;
   (void)host_share;
+  (void)normalize;
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
 }
 
-#ifdef ZARRFLOW_HAVE_CUDA
-// dst = cast((src - mean[c]) / std[c]) on the GPU; returns the number of NaNs in src.
-std::uint64_t normalize_cast_gpu(const py::Tensor& src, const py::Tensor& dst,
-                                 const std::vector<float>& mean, const std::vector<float>& stdev,
-                                 std::int64_t inner, std::optional<std::uintptr_t> stream) {
-  const auto& a = *src.state;
-  const auto& b = *dst.state;
-  const std::int64_t n = product(a.shape);
-  const std::int64_t channels = static_cast<std::int64_t>(mean.size());
-  gpu::OutType type = b.dtype.kind == DTypeKind::kBFloat16 ? gpu::OutType::kBFloat16
-                      : b.dtype.size == 2                  ? gpu::OutType::kFloat16
-                                                           : gpu::OutType::kFloat32;
-  std::uint64_t nans = 0;
-  Status s;
-  {
-    nb::gil_scoped_release release;
-    s = [&]() -> Status {
-      ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(a.device_id));
-      const cudaStream_t st = stream ? as_stream(*stream) : zarrflow_stream(a.device_id);
-      std::vector<float> table(2 * channels + 2, 0.f);
-      for (std::int64_t c = 0; c < channels; ++c) {
-        table[c] = mean[c];
-        table[channels + c] = 1.f / stdev[c];
-      }
-      ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer h,
-                          device_reader().pinned_pool().acquire(table.size() * 4 + 16));
-      ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer d,
-                          device_reader().device_pool().acquire(table.size() * 4 + 16));
-      std::memcpy(h.data(), table.data(), table.size() * 4);
-      auto* d_mean = reinterpret_cast<float*>(d.data());
-      auto* d_nans = reinterpret_cast<unsigned long long*>(d.data() + table.size() * 4);
-      ZF_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(d.data(), h.data(), table.size() * 4, cudaMemcpyHostToDevice, st));
-      ZF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_nans, 0, 8, st));
-      ZF_CUDA_RETURN_IF_ERROR(gpu::launch_normalize_cast(static_cast<const float*>(a.data), b.data,
-                                                         type, n, inner, channels, d_mean,
-                                                         d_mean + channels, d_nans, st));
-      ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h.data(), d_nans, 8, cudaMemcpyDeviceToHost, st));
-      ZF_RETURN_IF_ERROR(gpu::wait_sleeping(st));
-      std::memcpy(&nans, h.data(), 8);
-      return {};
-    }();
-  }
-  throw_if_error(std::move(s));
-  return nans;
-}
-#endif
 
 nb::object wrap_node(Node node) {
   if (auto* a = std::get_if<std::shared_ptr<Array>>(&node)) return nb::cast(*a);
@@ -569,7 +558,8 @@ NB_MODULE(_core, m) {
   m.def("empty_tensor", &empty_tensor, "shape"_a, "dtype"_a, "device"_a, "device_id"_a = 0);
   m.def("read_batch", &read_batch, "arrays"_a, "requests"_a, "target"_a, "stream"_a = nb::none(),
         "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(), "cache"_a = nb::none(),
-        "host_cache"_a = nb::none(), "decode_executor"_a = nb::none(), "host_share"_a = 0.0);
+        "host_cache"_a = nb::none(), "decode_executor"_a = nb::none(), "host_share"_a = 0.0,
+        "normalize"_a = nb::none());
 #ifdef ZARRFLOW_HAVE_CUDA
   nb::class_<gpu::ChunkCache>(m, "ChunkCache",
                               "Compressed chunks kept across reads (GPU or pinned host memory)")
@@ -610,18 +600,6 @@ NB_MODULE(_core, m) {
     return device_reader().device_pool().trim() + device_reader().pinned_pool().trim();
   }, "Frees the idle memory zarrflow's GPU and pinned pools keep for reuse; returns the bytes.");
 #endif
-  m.def(
-      "normalize_cast",
-      [](const py::Tensor& src, const py::Tensor& dst, const std::vector<float>& mean,
-         const std::vector<float>& stdev, std::int64_t inner,
-         std::optional<std::uintptr_t> stream) -> std::uint64_t {
-#ifdef ZARRFLOW_HAVE_CUDA
-        return normalize_cast_gpu(src, dst, mean, stdev, inner, stream);
-#else
-        throw StatusError(unimplemented("zarrflow was built without CUDA"));
-#endif
-      },
-      "src"_a, "dst"_a, "mean"_a, "std"_a, "inner"_a, "stream"_a = nb::none());
   m.def("tensor_event_wait", [](const py::Tensor& t, std::uintptr_t stream) {
     if (t.state->wait_on) t.state->wait_on(stream);
   });

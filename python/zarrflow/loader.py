@@ -222,7 +222,7 @@ def shard(order: np.ndarray, rank: int, world_size: int, drop_last: bool) -> np.
 class Stats:
     batches: int = 0
     samples: int = 0
-    batch_bytes: int = 0          # bytes of the float32 batches assembled
+    batch_bytes: int = 0          # bytes of the batches assembled, in their output dtype
     stored_bytes: int = 0         # compressed bytes read
     chunks: int = 0
     deduplicated: int = 0         # chunk reads saved because samples shared a chunk
@@ -231,6 +231,7 @@ class Stats:
     missing: int = 0
     gpu_decoded: int = 0
     cpu_decoded: int = 0
+    host_transformed: int = 0     # GPU reads: chunks the host threads normalised and cast
     nans: int = 0
     h2d_ms: float = 0.0           # GPU reads: copy-up of staged bytes (GPU time, summed)
     decode_ms: float = 0.0        # GPU reads: decode kernels (GPU time, summed)
@@ -530,7 +531,7 @@ class Loader:
 
     def _requests(self, times: np.ndarray, origins: np.ndarray,
                   steps: int) -> tuple[list, np.ndarray]:
-        """One region per (sample, step, channel) into a float32 [B, steps, C, *spatial] buffer:
+        """One region per (sample, step, channel) into a [B, steps, C, *spatial] batch:
         (arrays, request table) for _core.read_batch, built with a few NumPy operations."""
         arrays, rows, time_col, space_cols = self._templates()
         C = len(arrays)
@@ -549,6 +550,13 @@ class Loader:
             table[idx, np.tile(space_cols[:, k], B * steps)] = per_row_origin[:, k]
         return arrays, table
 
+    def _row_norms(self, rows: int) -> np.ndarray:
+        """(mean, std) of every request row (rows run over channels fastest), float32."""
+        C = len(self.spec.channels)
+        mean, std = self.norm if self.norm else ([0.0] * C, [1.0] * C)
+        per_channel = np.stack([np.asarray(mean, np.float32), np.asarray(std, np.float32)], 1)
+        return np.ascontiguousarray(np.tile(per_channel, (rows // C, 1)))
+
     def _stream(self, worker: int):
         """Worker `worker`'s CUDA stream (its reads and normalisation are ordered on it)."""
         while len(self._streams) <= worker:
@@ -561,36 +569,39 @@ class Loader:
         shape = [len(samples), steps, C, *self.spatial_shape]
         dev = "cuda" if self.on_gpu else "cpu"
         stream = self._stream(worker) if self.on_gpu else None
+        transform = self.norm is not None or self.dtype != "float32"
+        # On the GPU the normalisation and cast happen as the chunks are copied into the batch
+        # (one pass, no float32 copy of the batch); on the host, in NumPy after the read.
+        fused = transform and self.on_gpu
         t0 = time.perf_counter()
-        raw = _core.empty_tensor(shape, "float32", dev, self.device_id)
+        raw = _core.empty_tensor(shape, self.dtype if fused else "float32", dev, self.device_id)
         times, origins = self._where(samples)
-        report = _core.read_batch(*self._requests(times, origins, steps), raw, stream,
-                                  self.gpu_decode,
+        arrays, table = self._requests(times, origins, steps)
+        report = _core.read_batch(arrays, table, raw, stream, self.gpu_decode,
                                   "auto", self._executor, self.cache, self.host_cache,
-                                  self._decode_executor, self.host_decode_share)
+                                  self._decode_executor, self.host_decode_share,
+                                  self._row_norms(len(table)) if fused else None)
         t_read = time.perf_counter()
         if report:
             _gpu.say_once(report.get("notes", []))
             if self.missing == "error" and report["missing"]:
                 raise MissingChunkError(f"{report['missing']} chunks of this batch are not stored "
                                         f"(samples {list(map(int, samples))})")
-        out, nans = raw, 0
-        inner = int(np.prod(self.spatial_shape))
-        if self.norm is not None or self.dtype != "float32":
-            mean, std = self.norm if self.norm else ([0.0] * C, [1.0] * C)
-            if self.on_gpu:
-                out = _core.empty_tensor(shape, self.dtype, dev, self.device_id)
-                nans = _core.normalize_cast(raw, out, mean, std, inner, stream)
+        out, nans = raw, int(report.get("nans", 0)) if report else 0
+        if not self.on_gpu:
+            if transform:
+                mean, std = self.norm if self.norm else ([0.0] * C, [1.0] * C)
+                out, nans = _normalize_cpu(np.from_dlpack(raw), mean, std, self.dtype,
+                                           int(np.prod(self.spatial_shape)))
             else:
-                out, nans = _normalize_cpu(np.from_dlpack(raw), mean, std, self.dtype, inner)
-        else:
-            if not self.on_gpu:
                 nans = int(np.isnan(np.from_dlpack(raw)).sum())
         t_end = time.perf_counter()
         delta = {"read_s": t_end - t0, "batches": 1, "samples": len(samples),
-                 "batch_bytes": int(np.prod(shape)) * 4, "nans": int(nans)}
+                 "batch_bytes": int(np.prod(shape)) * _numpy_dtype(self.dtype).itemsize,
+                 "nans": int(nans)}
         for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
-                    "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms", "scatter_ms"):
+                    "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms", "scatter_ms",
+                    "host_transformed"):
             if report and key in report:
                 delta[key] = report[key]
         return {"raw": out, "times": times, "stats": delta, "origin": origins,

@@ -5,7 +5,10 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <cstring>
 #include <numeric>
 #include <tuple>
@@ -263,6 +266,136 @@ TEST_F(DeviceReadTest, SharedRowsCopiedAtAnyAlignment) {
     EXPECT_EQ(cpu, gpu) << dtype;
     EXPECT_EQ(report.deduplicated, 3) << dtype;
   }
+}
+
+// Reads with an ElementTransform (the loader's normalisation and cast) equal the CPU read
+// followed by (x - mean) * inv_std and the cast, and give the same bytes (NaNs included) on every
+// path a chunk can take: decoded on the GPU (in place when there is no transform), decoded by the
+// host threads and converted there (dense destination) or on the GPU (scattered), uncompressed
+// (converted on the host when read whole into a dense destination), big-endian, from the GPU
+// chunk cache, shared by two requests; the missing chunk's NaN fill is converted and counted.
+TEST_F(DeviceReadTest, NormaliseAndCastOnEveryPath) {
+  const std::string lz4 = R"([{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
+       "typesize": 4, "blocksize": 0}}])";
+  const auto swap4 = [](const Bytes& b) {
+    Bytes o(b);
+    for (std::size_t i = 0; i + 4 <= o.size(); i += 4) std::reverse(o.begin() + i, o.begin() + i + 4);
+    return o;
+  };
+  const std::vector<std::tuple<std::string, std::string, std::function<Bytes(const Bytes&)>>>
+      stores = {{"raw", kBytes, identity},
+                {"be", R"([{"name": "bytes", "configuration": {"endian": "big"}}])", swap4},
+                {"lz4", lz4, [](const Bytes& b) { return blosc(b, "lz4", 1); }}};
+  // Two overlapping regions (they share chunks, and both touch the missing chunk (1, 1, 1)),
+  // and chunk (0, 1, 1), which they do not touch, alone (a dense destination).
+  const std::vector<Selection> regions = {Selection{{2, 0, 0}, {3, 9, 7}, {1, 1, 1}},
+                                          Selection{{2, 1, 2}, {3, 8, 5}, {1, 1, 1}},
+                                          Selection{{0, 4, 3}, {2, 4, 3}, {1, 1, 1}}};
+  for (const auto& [name, codecs, encode] : stores) {
+    auto store = make(name, codecs, encode);
+    auto node = open_node(store, name);
+    const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+    std::vector<float> ref(5 * 9 * 7);
+    const Shape full{5, 9, 7};
+    ASSERT_TRUE(arr.read(Selection::full(full),
+                         {reinterpret_cast<std::byte*>(ref.data()), full, c_strides(full, 4)},
+                         ReadOptions{})
+                    .ok());
+    for (OutType out : {OutType::kFloat32, OutType::kBFloat16, OutType::kFloat16}) {
+      const std::int64_t osize = out_type_size(out);
+      const ElementTransform tfs[3] = {
+          {out, 3.5f, 1.f / 3.f}, {out, -1.f, 2.f}, {out, 100.f, 1.f / 7.f}};
+      std::vector<std::int64_t> offsets{0};
+      for (const auto& r : regions)
+        offsets.push_back(offsets.back() + r.count[0] * r.count[1] * r.count[2] * osize);
+      std::vector<std::byte> first;  // the GPU-decode path's bytes
+      for (const char* path : {"gpu", "host", "cache"}) {
+        const std::string what = name + " " + path + " " + std::to_string(int(out));
+        void* d = nullptr;
+        ASSERT_EQ(cudaMalloc(&d, offsets.back()), cudaSuccess);
+        std::vector<DeviceReadRequest> reqs;
+        for (std::size_t i = 0; i < regions.size(); ++i)
+          reqs.push_back({&arr, regions[i],
+                          {static_cast<std::byte*>(d) + offsets[i], regions[i].count,
+                           c_strides(regions[i].count, osize)}});
+        DeviceReader reader;
+        ChunkCache cache(std::uint64_t{1} << 20);
+        DeviceReadOptions opt;
+        opt.decode = std::string(path) == "host" ? GpuDecode::kOff : GpuDecode::kOn;
+        opt.transforms = tfs;
+        if (std::string(path) == "cache") {
+          opt.cache = &cache;
+          ASSERT_TRUE(reader.read_many(reqs, opt).ok()) << what;  // fills the cache
+        }
+        DeviceReadReport report;
+        Status s = reader.read_many(reqs, opt, &report);
+        ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
+        if (std::string(path) == "cache") EXPECT_GT(report.cache_hits, 0) << what;
+        if (std::string(path) == "host") {
+          EXPECT_GT(report.cpu_decoded, 0) << what;
+          EXPECT_GT(report.host_transformed, 0) << what;  // chunk (0, 1, 1) at least
+        }
+        if (std::string(path) == "gpu")  // only the little-endian uncompressed chunk, read whole
+          EXPECT_EQ(report.host_transformed, name == "raw" ? 1 : 0) << what;
+        std::vector<std::byte> got(offsets.back());
+        ASSERT_EQ(cudaMemcpy(got.data(), d, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        cudaFree(d);
+        if (first.empty()) {
+          first = got;
+        } else {
+          EXPECT_EQ(got, first) << what << ": differs from the GPU-decode path";
+        }
+        std::uint64_t nans = 0;
+        std::int64_t bad = 0;
+        for (std::size_t i = 0; i < regions.size(); ++i) {
+          const Selection& r = regions[i];
+          std::int64_t k = 0;
+          for (std::int64_t a = 0; a < r.count[0]; ++a)
+            for (std::int64_t b = 0; b < r.count[1]; ++b)
+              for (std::int64_t c = 0; c < r.count[2]; ++c, ++k) {
+                const float x = ref[((r.start[0] + a) * 9 + r.start[1] + b) * 7 + r.start[2] + c];
+                const float y = (x - tfs[i].mean) * tfs[i].inv_std;
+                const std::byte* g = got.data() + offsets[i] + k * osize;
+                nans += std::isnan(x);
+                if (out == OutType::kFloat32) {
+                  float v;
+                  std::memcpy(&v, g, 4);
+                  bad += std::isnan(x) ? !std::isnan(v) : std::memcmp(&v, &y, 4) != 0;
+                } else {
+                  std::uint16_t v;
+                  std::memcpy(&v, g, 2);
+                  bad += v != (out == OutType::kBFloat16 ? float_to_bf16_bits(y)
+                                                         : float_to_f16_bits(y));
+                }
+              }
+        }
+        EXPECT_EQ(bad, 0) << what;
+        EXPECT_GT(nans, 0u) << what;
+        EXPECT_EQ(report.nans, nans) << what;
+      }
+    }
+  }
+  // Only float32 arrays can be normalised; the error names the array.
+  auto ints = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(ints->set("i/.zarray", std::string_view(R"({"zarr_format": 2, "shape": [4],
+    "chunks": [4], "dtype": "<i4", "compressor": null, "filters": null, "fill_value": 0,
+    "order": "C"})"))
+                  .ok());
+  auto node = open_node(ints, "i");
+  const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 16), cudaSuccess);
+  const ElementTransform tf{OutType::kBFloat16, 0.f, 1.f};
+  DeviceReadOptions opt;
+  opt.transforms = {&tf, 1};
+  const Shape four{4};
+  const DeviceReadRequest req{&arr, Selection::full(four), {static_cast<std::byte*>(d), four, {2}}};
+  Status s = DeviceReader().read_many({&req, 1}, opt);
+  cudaFree(d);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("float32"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("i'"), std::string::npos) << s.message();
 }
 
 TEST_F(DeviceReadTest, CorruptChunkNamesTheKeyAndTheGpuStaysUsable) {

@@ -1,4 +1,7 @@
 // Batched kernels of the GPU read path; see kernels.h.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "zarrflow/codec/gpu/blosclz_block.h"
 #include "zarrflow/codec/gpu/kernels.h"
 #include "zarrflow/codec/gpu/lz4_block.h"
@@ -82,9 +85,95 @@ __device__ void block_copy(const std::uint8_t* src, std::uint8_t* dst, std::int6
   for (std::int64_t i = done + threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }
 
+// --- The element transform of training batches (OutType other than kStored) ---------------
+
+// A float32 at any byte address, little-endian as stored, or big-endian when swap_unit == 4.
+__device__ inline float load_f32(const std::uint8_t* p, std::uint32_t swap_unit) {
+  std::uint32_t u;
+  if ((reinterpret_cast<std::uintptr_t>(p) & 3) == 0) {
+    u = *reinterpret_cast<const std::uint32_t*>(p);
+  } else {
+    u = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
+        std::uint32_t(p[3]) << 24;
+  }
+  if (swap_unit == 4) u = __byte_perm(u, 0, 0x0123);
+  return __uint_as_float(u);
+}
+
+// The output bits of y: float32, or bfloat16 / float16 rounded to nearest even.
+__device__ inline std::uint32_t out_bits(OutType t, float y) {
+  switch (t) {
+    case OutType::kBFloat16:
+      return __bfloat16_as_ushort(__float2bfloat16_rn(y));
+    case OutType::kFloat16:
+      return __half_as_ushort(__float2half_rn(y));
+    default:
+      return __float_as_uint(y);
+  }
+}
+
+__device__ inline void store_out(std::uint8_t* p, OutType t, float y) {
+  const std::uint32_t v = out_bits(t, y);
+  const std::uint32_t size = out_type_size(t);
+  if (size == 4 && (reinterpret_cast<std::uintptr_t>(p) & 3) == 0) {
+    *reinterpret_cast<std::uint32_t*>(p) = v;
+  } else if (size == 2 && (reinterpret_cast<std::uintptr_t>(p) & 1) == 0) {
+    *reinterpret_cast<std::uint16_t*>(p) = std::uint16_t(v);
+  } else {
+    for (std::uint32_t b = 0; b < size; ++b) p[b] = std::uint8_t(v >> (8 * b));
+  }
+}
+
+// Two 16-bit outputs in one word, with the same rounding as out_bits.
+__device__ inline std::uint32_t pack2(OutType t, float a, float b) {
+  if (t == OutType::kBFloat16) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  }
+  const __half2 v = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+
+// `n` contiguous float32 elements into `n` contiguous outputs, by the block's threads: four at a
+// time (one 16-byte load, one 16- or 8-byte store) where both ends are aligned for it. Returns
+// this thread's count of NaN inputs.
+__device__ unsigned long long transform_row(const std::uint8_t* src, std::uint8_t* dst,
+                                            std::int64_t n, const ScatterJob& job) {
+  const float m = job.mean, k = job.inv_std;
+  const OutType t = job.out;
+  const std::uint32_t osize = out_type_size(t);
+  unsigned long long nans = 0;
+  std::int64_t done = 0;
+  if (reinterpret_cast<std::uintptr_t>(src) % 16 == 0 &&
+      reinterpret_cast<std::uintptr_t>(dst) % (4 * osize) == 0) {
+    const std::int64_t v = n / 4;
+    const auto* s4 = reinterpret_cast<const float4*>(src);
+    for (std::int64_t i = threadIdx.x; i < v; i += blockDim.x) {
+      const float4 x = s4[i];
+      nans += (isnan(x.x) ? 1 : 0) + (isnan(x.y) ? 1 : 0) + (isnan(x.z) ? 1 : 0) +
+              (isnan(x.w) ? 1 : 0);
+      const float a = (x.x - m) * k, b = (x.y - m) * k, c = (x.z - m) * k, d = (x.w - m) * k;
+      if (t == OutType::kFloat32) {
+        reinterpret_cast<float4*>(dst)[i] = make_float4(a, b, c, d);
+      } else {
+        reinterpret_cast<uint2*>(dst)[i] = make_uint2(pack2(t, a, b), pack2(t, c, d));
+      }
+    }
+    done = v * 4;
+  }
+  for (std::int64_t i = done + threadIdx.x; i < n; i += blockDim.x) {
+    const float x = load_f32(src + 4 * i, 1);
+    nans += isnan(x) ? 1 : 0;
+    store_out(dst + osize * i, t, (x - m) * k);
+  }
+  return nans;
+}
+
 // One thread block per tile of kScatterTile elements of one job.
 __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
-                               const std::int64_t* tile_starts, std::int64_t total_tiles) {
+                               const std::int64_t* tile_starts, std::int64_t total_tiles,
+                               unsigned long long* nans) {
+  unsigned long long local_nans = 0;
   for (std::int64_t tile = blockIdx.x; tile < total_tiles; tile += gridDim.x) {
     // The job owning this tile: the last j with tile_starts[j] <= tile.
     std::uint32_t lo = 0, hi = n;
@@ -99,9 +188,11 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
     const std::int64_t first = (tile - tile_starts[lo]) * kScatterTile;
     const std::int64_t last = min(first + kScatterTile, job.count);
     const std::uint32_t elem = job.elem;
+    const bool transform = job.out != OutType::kStored;
+    const std::uint32_t oelem = transform ? out_type_size(job.out) : elem;
     const int inner = job.ndim - 1;  // -1 for a single element (every dimension merged away)
     if (inner >= 0 && job.src != nullptr && job.swap_unit <= 1 && job.src_strides[inner] == elem &&
-        job.dst_strides[inner] == elem) {
+        job.dst_strides[inner] == oelem) {
       // Rows contiguous on both sides (whole chunks, windows of them): copy row by row, with
       // the index arithmetic once per row instead of once per element.
       const std::int64_t row_len = job.shape[inner];
@@ -115,7 +206,11 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
           dof += i * job.dst_strides[d];
         }
         const std::int64_t n = min(last - e, row_len - col);
-        block_copy(job.src + so + col * elem, job.dst + dof + col * elem, n * elem);
+        if (transform) {
+          local_nans += transform_row(job.src + so + col * elem, job.dst + dof + col * oelem, n, job);
+        } else {
+          block_copy(job.src + so + col * elem, job.dst + dof + col * elem, n * elem);
+        }
         e += n;
       }
       continue;
@@ -129,6 +224,13 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
         dof += i * job.dst_strides[d];
       }
       std::uint8_t* dst = job.dst + dof;
+      if (transform) {  // float32 in (elem == 4), fill values included
+        const float x = load_f32(job.src != nullptr ? job.src + so : job.fill,
+                                 job.src != nullptr ? job.swap_unit : 1);
+        local_nans += isnan(x) ? 1 : 0;
+        store_out(dst, job.out, (x - job.mean) * job.inv_std);
+        continue;
+      }
       std::uint8_t v[32];
       if (job.src == nullptr) {
         for (std::uint32_t b = 0; b < elem; ++b) v[b] = job.fill[b];
@@ -147,6 +249,10 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
       for (std::uint32_t b = 0; b < elem; ++b) dst[b] = v[b];
     }
   }
+  if (nans == nullptr) return;
+  // One atomic per warp (every thread of the block gets here).
+  for (int o = 16; o > 0; o /= 2) local_nans += __shfl_down_sync(0xffffffffu, local_nans, o);
+  if ((threadIdx.x & 31) == 0 && local_nans) atomicAdd(nans, local_nans);
 }
 
 __global__ void check_sizes_kernel(const std::size_t* actual, const std::size_t* expected,
@@ -179,10 +285,10 @@ cudaError_t launch_unshuffle(const UnshuffleJob* d_jobs, std::uint32_t n, cudaSt
 
 cudaError_t launch_scatter(const ScatterJob* d_jobs, std::uint32_t n,
                            const std::int64_t* d_tile_starts, std::int64_t total_tiles,
-                           cudaStream_t stream) {
+                           unsigned long long* d_nans, cudaStream_t stream) {
   if (n == 0 || total_tiles == 0) return cudaSuccess;
   scatter_kernel<<<grid_for(std::uint64_t(total_tiles), 1), 256, 0, stream>>>(
-      d_jobs, n, d_tile_starts, total_tiles);
+      d_jobs, n, d_tile_starts, total_tiles, d_nans);
   return cudaGetLastError();
 }
 

@@ -5,7 +5,8 @@
 //                    Blosc-LZ4 and numcodecs-LZ4 decode on the GPU even without nvCOMP)
 //   unshuffle        one thread block per Blosc block: byte or bit un-shuffle
 //   scatter          strided N-d copy of decoded chunks into the destination (edge clipping,
-//                    transpose, byte swap) or fill of missing chunks with the fill value
+//                    transpose, byte swap) or fill of missing chunks with the fill value; for
+//                    float32 data optionally normalised and cast on the way (training batches)
 //   check_sizes      compares nvCOMP's actual output sizes with the expected ones
 // Every job reports into its own int status slot: 0 = OK, negative = error code (see below).
 #pragma once
@@ -13,6 +14,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include "zarrflow/core/normalize.h"
 
 namespace zarrflow::gpu {
 
@@ -42,8 +45,13 @@ struct ScatterJob {
   std::uint8_t* dst;
   std::int64_t count;  // elements
   std::int32_t ndim;
-  std::uint32_t elem;       // bytes per element (<= 32)
+  std::uint32_t elem;       // bytes per source element (<= 32)
   std::uint32_t swap_unit;  // > 1: reverse the bytes of each swap_unit-sized scalar
+  // kStored: bytes as decoded. Otherwise float32 elements (elem == 4) are written as
+  // cast((x - mean) * inv_std) (core/normalize.h), NaNs counted: the loader's normalisation
+  // fused into the copy, so a batch is written once, in its training dtype.
+  OutType out;
+  float mean, inv_std;
   std::int64_t shape[kMaxScatterDims];
   std::int64_t src_strides[kMaxScatterDims];  // bytes
   std::int64_t dst_strides[kMaxScatterDims];  // bytes
@@ -64,10 +72,12 @@ cudaError_t launch_decode_streams(const StreamJob* d_jobs, std::uint32_t n, int*
                                   cudaStream_t stream);
 cudaError_t launch_unshuffle(const UnshuffleJob* d_jobs, std::uint32_t n, cudaStream_t stream);
 // `d_tile_starts[i]` is the first tile of job i (tiles of kScatterTile elements), n + 1 entries.
+// `d_nans` (device, may be null when no job transforms) is incremented by the number of NaN
+// source elements of the transforming jobs.
 constexpr std::int64_t kScatterTile = 4096;
 cudaError_t launch_scatter(const ScatterJob* d_jobs, std::uint32_t n,
                            const std::int64_t* d_tile_starts, std::int64_t total_tiles,
-                           cudaStream_t stream);
+                           unsigned long long* d_nans, cudaStream_t stream);
 // status[i] = (actual[i] == expected[i]) ? status[i] : kErrSizeMismatch, for nvCOMP batches.
 cudaError_t launch_check_sizes(const std::size_t* d_actual, const std::size_t* d_expected,
                                int* d_status, std::uint32_t n, cudaStream_t stream);

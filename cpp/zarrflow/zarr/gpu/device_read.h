@@ -10,8 +10,9 @@
 //   → batched decoders: nvCOMP zstd and deflate (gzip/zlib), zarrflow's own LZ4 / blosclz /
 //     stored-stream kernel (Blosc inner streams and numcodecs LZ4), then Blosc byte/bit un-shuffle
 //   → one scatter kernel: decoded chunks into the destination (edge clipping, transpose, byte
-//     swap) and fill values for missing chunks. Whole chunks read into a dense native-order
-//     destination are decoded in place and skip the scatter.
+//     swap, optionally normalisation and cast: ElementTransform) and fill values for missing
+//     chunks. Whole chunks read into a dense native-order destination without a transform are
+//     decoded (or copied up) in place and skip the scatter.
 // Chunks whose codecs have no GPU decoder (or when gpu_decode is off, or nvCOMP is missing for
 // zstd/deflate) are decoded by the CPU path into pinned memory and copied up; the report says
 // which and why. A chunk that fails on the GPU is decoded again on the CPU, which either
@@ -35,6 +36,7 @@
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/framing.h"
 #include "zarrflow/core/gpu/device_memory.h"
+#include "zarrflow/core/normalize.h"
 #include "zarrflow/zarr/array.h"
 
 namespace zarrflow::gpu {
@@ -99,6 +101,12 @@ struct DeviceReadOptions {
   // (then copy up, like CPU fallbacks). For training, where the model keeps the GPU busy, it moves
   // decoding onto otherwise idle cores and gives the model its SMs back.
   double host_share = 0.0;
+  // Empty, or one per request: write cast((x - mean) * inv_std) instead of the float32
+  // elements x (core/normalize.h; kStored = as stored), NaNs counted in the report. The
+  // request's destination strides then count bytes of the output type. Chunks the host threads
+  // decoded (or read uncompressed) into a dense destination are converted on the host and
+  // copied up at the output size; the rest on the GPU, in the scatter. Same bytes either way.
+  std::span<const ElementTransform> transforms;
 };
 
 struct DeviceReadReport {
@@ -116,6 +124,8 @@ struct DeviceReadReport {
   // GPU time by stage, summed over batches (CUDA events on the stream): copies up, decoding
   // (nvCOMP and zarrflow's kernels), scatter/fill into the destination.
   double h2d_ms = 0, decode_ms = 0, scatter_ms = 0;
+  std::uint64_t nans = 0;  // NaN elements read by requests with an ElementTransform
+  std::int64_t host_transformed = 0;  // blocks of those normalised and cast by the host threads
   std::vector<std::string> notes;  // why chunks fell back to the CPU (each reason once)
 };
 

@@ -13,6 +13,7 @@
 #include "zarrflow/codec/gpu/kernels.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/core/gpu/nvtx.h"
+#include "zarrflow/core/normalize.h"
 #include "zarrflow/store/file_store.h"
 #include "zarrflow/store/gpu/cufile.h"
 #include "zarrflow/zarr/gpu/device_read.h"
@@ -22,7 +23,10 @@ namespace {
 
 constexpr std::uint64_t kStagingAlign = 256;  // satisfies every nvCOMP alignment
 
-std::uint64_t align_up(std::uint64_t n, std::uint64_t a) { return (n + a - 1) / a * a; }
+constexpr std::uint64_t align_up(std::uint64_t n, std::uint64_t a) { return (n + a - 1) / a * a; }
+
+// Where a batch's NaN count follows its `nslots` int status slots in the pinned results.
+constexpr std::size_t nans_offset(std::size_t nslots) { return align_up(nslots * sizeof(int), 8); }
 
 enum class Mode : std::uint8_t { kFill, kGpu, kCpu };
 
@@ -37,6 +41,12 @@ struct Item {
   StridedView dest;   // device memory, decoded coordinates
   std::string where;  // "chunk 'c/0/1'" or "chunk 'c/0': inner chunk [0,3]"
   const std::vector<std::byte>* fill = nullptr;
+  const ElementTransform* tf = nullptr;  // null: elements as stored
+  // The host threads apply `tf` into pinned memory at `host_tf_dst` (chunks they decoded, or
+  // uncompressed ones they read, whose destination is dense); the result is copied up as is.
+  bool host_tf = false;
+  std::byte* host_tf_dst = nullptr;
+  bool shared = false;  // a later item of the same batch scatters from this one's decoded copy
 
   Mode mode = Mode::kGpu;
   std::string cpu_reason;
@@ -68,12 +78,19 @@ std::uint64_t cpu_block_bytes(const Item& it) {
 }
 
 // A scatter job copying `sel` of a C-order chunk of `chunk_shape` at `src` (device) into `dest`;
-// src == nullptr fills with `fill`. nullopt when the views need more than kMaxScatterDims.
+// src == nullptr fills with `fill`; `tf` (may be null) transforms the elements on the way.
+// nullopt when the views need more than kMaxScatterDims.
 std::optional<ScatterJob> make_scatter(const std::byte* src, const Shape& chunk_shape,
                                        const Selection& sel, const StridedView& dest,
                                        std::uint32_t elem, std::uint32_t swap_unit,
-                                       const std::vector<std::byte>* fill) {
+                                       const std::vector<std::byte>* fill,
+                                       const ElementTransform* tf) {
   ScatterJob j{};
+  if (tf != nullptr) {
+    j.out = tf->out;
+    j.mean = tf->mean;
+    j.inv_std = tf->inv_std;
+  }
   Shape src_strides(sel.count.size(), 0);
   const std::byte* base = src;
   if (src != nullptr) {
@@ -149,6 +166,9 @@ struct Batch {
   std::vector<std::size_t> items;  // indices into the read's items
   GpuBuffer staging;               // pinned compressed bytes
   GpuBuffer cpu_host;              // pinned CPU-decoded blocks
+  // Pinned blocks the host normalised and cast (Item::host_tf): uncompressed chunks converted
+  // as they were read (fetch), CPU-decoded blocks (prepare).
+  GpuBuffer host_read, host_out;
   GpuBuffer d_staging, d_direct, d_cpu, d_out, d_shuffled, d_tables, d_temp_zstd, d_temp_deflate,
       d_temp_lz4;
   GpuBuffer h_tables, h_status;          // pinned
@@ -169,7 +189,8 @@ class ReadOp {
   Status run(std::span<const DeviceReadRequest> requests);
 
  private:
-  Status gather(const Array& arr, const Selection& region, const StridedView& dest);
+  Status gather(const Array& arr, const Selection& region, const StridedView& dest,
+                const ElementTransform* tf);
   void mark_duplicates();
   const ChainProgram* program_for(const CodecChain* chain);
   void note(const std::string& why);
@@ -179,6 +200,8 @@ class ReadOp {
   Status enqueue(Batch& b);
   Status finish(Batch& b);
   Status cpu_decode(const Item& it, const std::byte* staged, ByteSpan out) const;
+  bool streams_to_host_tf(const Item& it) const;
+  Status read_converted(Item& it, std::atomic<std::uint64_t>& nans) const;
   Status upload_cpu_decoded(const Item& it, const std::byte* staged);
   Status annotate(const Item& it, Status s) const {
     return std::move(s).annotate(it.arr->describe() + ": " + it.where);
@@ -212,7 +235,8 @@ const ChainProgram* ReadOp::program_for(const CodecChain* chain) {
   return &it->second;
 }
 
-Status ReadOp::gather(const Array& arr_, const Selection& region, const StridedView& dest) {
+Status ReadOp::gather(const Array& arr_, const Selection& region, const StridedView& dest,
+                      const ElementTransform* tf) {
   const CodecChain& chain = arr_.codecs();
   const auto blocks = chunk_blocks(region, arr_.metadata().chunk_shape);
   const auto* fill = &chain.spec().fill_value;
@@ -227,6 +251,7 @@ Status ReadOp::gather(const Array& arr_, const Selection& region, const StridedV
       it.dest = block_view(dest, b);
       it.where = "chunk '" + arr_.relative_chunk_key(b.chunk) + "'";
       it.fill = fill;
+      it.tf = tf;
       items_.push_back(std::move(it));
     }
     return {};
@@ -255,6 +280,7 @@ Status ReadOp::gather(const Array& arr_, const Selection& region, const StridedV
       it.dest = f;
       it.chain = &chain;
       it.fill = fill;
+      it.tf = tf;
       it.where = where;
       it.sel.count = f.shape;
       out.push_back(std::move(it));
@@ -268,6 +294,7 @@ Status ReadOp::gather(const Array& arr_, const Selection& region, const StridedV
       it.sel = r.sel;
       it.dest = r.dest;
       it.fill = fill;
+      it.tf = tf;
       it.where = where + ": " + r.where;
       out.push_back(std::move(it));
     }
@@ -293,14 +320,28 @@ void ReadOp::mark_duplicates() {
 
 Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   for (const auto& r : requests) ZF_RETURN_IF_ERROR(r.array->validate_region(r.region, r.dest));
+  const auto& tfs = opt_.transforms;
+  if (!tfs.empty() && tfs.size() != requests.size())
+    return invalid_argument(std::to_string(tfs.size()) + " element transforms for " +
+                            std::to_string(requests.size()) + " requests");
+  for (std::size_t i = 0; i < tfs.size(); ++i) {
+    const DataType& dt = requests[i].array->dtype();
+    if (tfs[i].out != OutType::kStored && !(dt.kind == DTypeKind::kFloat && dt.size == 4))
+      return invalid_argument(requests[i].array->describe() + ": normalising and casting on "
+                              "the GPU needs float32 elements, the array has " + dt.v3_name());
+  }
   auto nv = Nvcomp::get();
   if (nv.ok()) {
     nvcomp_ = *nv;
   } else {
     nvcomp_missing_ = nv.status().message();
   }
-  for (const auto& r : requests)
-    if (!r.region.empty()) ZF_RETURN_IF_ERROR(gather(*r.array, r.region, r.dest));
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    const ElementTransform* tf =
+        !tfs.empty() && tfs[i].out != OutType::kStored ? &tfs[i] : nullptr;
+    if (!r.region.empty()) ZF_RETURN_IF_ERROR(gather(*r.array, r.region, r.dest, tf));
+  }
   mark_duplicates();
   for (auto& it : items_) {
     if (it.mode == Mode::kFill) continue;
@@ -389,6 +430,7 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
       // A chunk shared with an item of an earlier batch is read again: that batch's buffers
       // are recycled by the time this one runs.
       if (it.dup_of >= 0 && std::size_t(it.dup_of) < batch_start) it.dup_of = -1;
+      if (it.dup_of >= 0) items_[std::size_t(it.dup_of)].shared = true;
       if (it.dup_of < 0) staged += it.stored_size;
       b.items.push_back(i++);
     }
@@ -412,10 +454,17 @@ Status ReadOp::fetch(Batch& b) {
     if (!c.ok()) return std::move(c).take_status().annotate("io=cufile");
     cufile = *c;
   }
-  std::uint64_t total = 0, direct_total = 0;
+  std::uint64_t total = 0, direct_total = 0, converted_total = 0;
   for (std::size_t idx : b.items) {
     Item& it = items_[idx];
     if (it.mode == Mode::kFill || it.dup_of >= 0 || it.cached) continue;
+    it.host_tf = streams_to_host_tf(it);
+    if (it.host_tf) {  // read in pieces and converted: no staging slot
+      it.host_tf_dst = reinterpret_cast<std::byte*>(converted_total);  // offset until allocated
+      converted_total =
+          align_up(converted_total + it.stored_size / 4 * out_type_size(it.tf->out), 256);
+      continue;
+    }
     it.direct = cufile != nullptr && it.mode == Mode::kGpu && !it.range &&
                 dynamic_cast<const FileStore*>(&it.arr->store()) != nullptr &&
                 it.program->codec == GpuCodec::kNone && !it.program->crc32c;
@@ -433,6 +482,15 @@ Status ReadOp::fetch(Batch& b) {
     total += align_up(lead + it.stored_size, 4096);
   }
   ZF_ASSIGN_OR_RETURN(b.staging, pinned_.acquire(std::max<std::uint64_t>(total, 1)));
+  if (converted_total) {
+    ZF_ASSIGN_OR_RETURN(b.host_read, pinned_.acquire(converted_total));
+    for (std::size_t idx : b.items) {
+      Item& it = items_[idx];
+      if (it.host_tf)
+        it.host_tf_dst = b.host_read.data() + reinterpret_cast<std::uintptr_t>(it.host_tf_dst);
+    }
+  }
+  std::atomic<std::uint64_t> converted_nans{0};
   if (direct_total) {
     ZF_ASSIGN_OR_RETURN(b.d_direct, device_.acquire(direct_total));
     report_.io = "cuFile " + cufile->mode() +
@@ -446,6 +504,7 @@ Status ReadOp::fetch(Batch& b) {
   ZF_RETURN_IF_ERROR(parallel_for(io, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
     if (it.mode == Mode::kFill || it.dup_of >= 0 || it.cached) return {};
+    if (it.host_tf) return read_converted(it, converted_nans);
     if (it.host_cached) {
       std::memcpy(base + it.staging_offset, it.host_cached->bytes.data(), it.stored_size);
       return {};
@@ -478,6 +537,7 @@ Status ReadOp::fetch(Batch& b) {
     return {};
   }));
   report_.direct_reads += direct_reads.load();
+  report_.nans += converted_nans.load();
   for (std::size_t idx : b.items) {  // duplicates share their first occurrence's bytes
     Item& it = items_[idx];
     if (it.dup_of < 0) continue;
@@ -544,7 +604,8 @@ Status ReadOp::prepare(Batch& b) {
   ThreadPool* work = opt_.decode_pool != nullptr ? opt_.decode_pool : opt_.pool;
   ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
-    if (it.mode != Mode::kGpu || it.direct || it.dup_of >= 0 || it.cached || it.host_cached)
+    if (it.mode != Mode::kGpu || it.direct || it.dup_of >= 0 || it.cached || it.host_cached ||
+        it.host_tf)
       return {};
     return prepare_item(it, staged, nvcomp_);
   }));
@@ -563,24 +624,89 @@ Status ReadOp::prepare(Batch& b) {
                                                    "the GPU: " +
                                                    items_[idx].cpu_reason));
   }
-  // CPU fallbacks: decode into pinned memory shaped like their destination block.
-  std::uint64_t cpu_total = 0;
+  // CPU fallbacks: decode into pinned memory shaped like their destination block. Blocks with
+  // an element transform and a dense destination are then normalised and cast by the same
+  // thread (the block still in its caches) into `host_out`, and copied up at the output size:
+  // half the PCIe bytes for 16-bit batches, and no kernel taking SMs from a model.
+  std::uint64_t cpu_total = 0, out_total = 0;
   for (std::size_t idx : b.items) {
     Item& it = items_[idx];
     if (it.mode != Mode::kCpu) continue;
     if (!it.cpu_reason.empty()) note(it.cpu_reason);
     it.cpu_offset = cpu_total;
     cpu_total = align_up(cpu_total + cpu_block_bytes(it), 256);
+    // Duplicates of a CPU-decoded chunk decode again, so each may convert its own block.
+    it.host_tf = it.tf != nullptr && it.dest.is_c_contiguous(out_type_size(it.tf->out));
+    if (it.host_tf) {
+      it.host_tf_dst = reinterpret_cast<std::byte*>(out_total);  // offset until allocated
+      out_total = align_up(out_total + cpu_block_bytes(it) / 4 * out_type_size(it.tf->out), 256);
+    }
   }
   if (cpu_total > 0) {
     ZF_ASSIGN_OR_RETURN(b.cpu_host, pinned_.acquire(cpu_total));
+    if (out_total > 0) {
+      ZF_ASSIGN_OR_RETURN(b.host_out, pinned_.acquire(out_total));
+      for (std::size_t idx : b.items) {
+        Item& it = items_[idx];
+        if (it.mode == Mode::kCpu && it.host_tf)
+          it.host_tf_dst = b.host_out.data() + reinterpret_cast<std::uintptr_t>(it.host_tf_dst);
+      }
+    }
     std::byte* cpu = b.cpu_host.data();
+    std::atomic<std::uint64_t> nans{0};
     ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
       const Item& it = items_[b.items[k]];
       if (it.mode != Mode::kCpu) return {};
-      return cpu_decode(it, staged, ByteSpan(cpu + it.cpu_offset, cpu_block_bytes(it)));
+      ZF_RETURN_IF_ERROR(cpu_decode(it, staged, ByteSpan(cpu + it.cpu_offset, cpu_block_bytes(it))));
+      if (it.host_tf)
+        nans += normalize_cast(reinterpret_cast<const float*>(cpu + it.cpu_offset), it.host_tf_dst,
+                               cpu_block_bytes(it) / 4, *it.tf);
+      return {};
     }));
+    report_.nans += nans.load();
   }
+  for (std::size_t idx : b.items) report_.host_transformed += items_[idx].host_tf;
+  return {};
+}
+
+// Uncompressed float32 chunks of local stores that are read whole into a dense destination are
+// converted as they are read: in pieces through a small per-thread buffer that stays in the
+// core's cache, so the chunk's float32 bytes never land in pinned memory and the host moves
+// 4 + 2 bytes per element instead of 4 + 4 (+ 4 for the copy up). Not when either cache wants
+// the stored bytes, a later item scatters from this one, or O_DIRECT was asked for.
+bool ReadOp::streams_to_host_tf(const Item& it) const {
+  if (it.tf == nullptr || it.mode != Mode::kGpu || it.program->codec != GpuCodec::kNone ||
+      it.program->crc32c || it.program->swap_unit > 1 || it.shared || it.host_cached ||
+      opt_.cache != nullptr || opt_.host_cache != nullptr || opt_.io != IoPath::kAuto ||
+      it.stored_size != decoded_size(it) ||
+      it.arr->store().io_pool() != nullptr)  // remote: one request per chunk, not per piece
+    return false;
+  const ChunkSpec& spec = it.chain->array_to_bytes_spec();
+  Selection sel = it.sel;
+  StridedView dest = it.dest;
+  it.chain->to_encoded(sel, dest);
+  return sel.is_full(spec.shape) && dest.is_c_contiguous(out_type_size(it.tf->out));
+}
+
+Status ReadOp::read_converted(Item& it, std::atomic<std::uint64_t>& nans) const {
+  constexpr std::uint64_t kPiece = 256 << 10;  // bytes: read, then converted from the cache
+  thread_local std::unique_ptr<float[]> piece(new float[kPiece / 4]);
+  const std::uint64_t base = it.range ? it.range->offset : 0;
+  const std::uint32_t osize = out_type_size(it.tf->out);
+  std::uint64_t found = 0;
+  for (std::uint64_t at = 0; at < it.stored_size; at += kPiece) {
+    const std::uint64_t n = std::min(kPiece, it.stored_size - at);
+    auto r = it.arr->store().read_range_into(
+        it.key, base + at, ByteSpan(reinterpret_cast<std::byte*>(piece.get()), n));
+    if (!r.ok()) return annotate(it, std::move(r).take_status());
+    if (!*r) {  // deleted since its size was taken: the fill value, like any missing chunk
+      it.mode = Mode::kFill;
+      it.host_tf = false;
+      return {};
+    }
+    found += normalize_cast(piece.get(), it.host_tf_dst + at / 4 * osize, n / 4, *it.tf);
+  }
+  nans += found;
   return {};
 }
 
@@ -613,8 +739,17 @@ Status ReadOp::enqueue(Batch& b) {
   for (std::size_t k = 0; k < b.items.size(); ++k) {
     const Item& it = items_[b.items[k]];
     Target& t = targets[k];
+    if (it.host_tf) {  // normalised and cast on the host, into host_out
+      t.copy_up = true;
+      if (it.mode == Mode::kGpu) {
+        t.enc_sel = it.sel;
+        t.enc_dest = it.dest;
+        it.chain->to_encoded(t.enc_sel, t.enc_dest);
+      }
+      continue;
+    }
     if (it.mode == Mode::kCpu) {  // decoded into pinned memory shaped like its destination
-      t.copy_up = it.dest.is_c_contiguous(it.chain->spec().dtype.size);
+      t.copy_up = it.tf == nullptr && it.dest.is_c_contiguous(it.chain->spec().dtype.size);
       any_cpu_scatter = any_cpu_scatter || !t.copy_up;
       continue;
     }
@@ -624,8 +759,9 @@ Status ReadOp::enqueue(Batch& b) {
     it.chain->to_encoded(t.enc_sel, t.enc_dest);
     const ChunkSpec& spec = it.chain->array_to_bytes_spec();
     const std::uint64_t n = decoded_size(it);
-    const bool dense = it.program->swap_unit <= 1 && t.enc_sel.is_full(spec.shape) &&
-                       t.enc_dest.is_c_contiguous(spec.dtype.size);
+    // A transformed item is never dense: its elements change size or value on the way.
+    const bool dense = it.tf == nullptr && it.program->swap_unit <= 1 &&
+                       t.enc_sel.is_full(spec.shape) && t.enc_dest.is_c_contiguous(spec.dtype.size);
     if (it.dup_of >= 0) continue;  // scatters from its first occurrence's decoded chunk
     const auto addr = reinterpret_cast<std::uintptr_t>(t.enc_dest.data);
     t.copy_up = dense && it.program->codec == GpuCodec::kNone && !it.cached && !it.direct &&
@@ -685,7 +821,7 @@ Status ReadOp::enqueue(Batch& b) {
     const std::uint32_t elem = it.chain->spec().dtype.size;
     if (it.mode == Mode::kFill) {
       auto j = make_scatter(nullptr, it.sel.count, Selection::full(it.sel.count), it.dest, elem, 1,
-                            it.fill);
+                            it.fill, it.tf);
       if (!j) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
       if (j->count) scatters.push_back(*j);
       continue;
@@ -694,7 +830,7 @@ Status ReadOp::enqueue(Batch& b) {
       ++report_.cpu_decoded;
       if (targets[k].copy_up) continue;
       auto j = make_scatter(b.d_cpu.data() + it.cpu_offset, it.sel.count,
-                            Selection::full(it.sel.count), it.dest, elem, 1, nullptr);
+                            Selection::full(it.sel.count), it.dest, elem, 1, nullptr, it.tf);
       if (!j) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
       if (j->count) scatters.push_back(*j);
       continue;
@@ -706,7 +842,7 @@ Status ReadOp::enqueue(Batch& b) {
       if (first.d_decoded == nullptr)
         return annotate(it, internal_error("shared chunk has no decoded copy"));
       auto j = make_scatter(first.d_decoded, spec.shape, t.enc_sel, t.enc_dest, elem,
-                            it.program->swap_unit, nullptr);
+                            it.program->swap_unit, nullptr, it.tf);
       if (!j) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
       if (j->count) scatters.push_back(*j);
       ++report_.deduplicated;
@@ -775,7 +911,7 @@ Status ReadOp::enqueue(Batch& b) {
     it.d_decoded = out;
     if (!t.in_place && !t.copy_up) {
       auto j = make_scatter(out, spec.shape, t.enc_sel, t.enc_dest, elem, it.program->swap_unit,
-                            nullptr);
+                            nullptr, it.tf);
       if (!j) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
       if (j->count) scatters.push_back(*j);
     }
@@ -792,6 +928,9 @@ Status ReadOp::enqueue(Batch& b) {
   for (std::size_t s = 0; s < scatters.size(); ++s)
     tile_starts[s + 1] = tile_starts[s] + (scatters[s].count + kScatterTile - 1) / kScatterTile;
   const std::vector<int> zero_status(nslots, 0);
+  const std::vector<unsigned long long> zero_nans(1, 0);
+  const bool any_transform =
+      std::any_of(scatters.begin(), scatters.end(), [](const ScatterJob& j) { return j.out != OutType::kStored; });
 
   TableBuilder tb;
   const std::size_t o_zsrc = tb.add(zstd.src), o_zsb = tb.add(zstd.src_bytes),
@@ -802,7 +941,7 @@ Status ReadOp::enqueue(Batch& b) {
                     o_lcap = tb.add(lz4.capacity), o_ldst = tb.add(lz4.dst);
   const std::size_t o_streams = tb.add(streams), o_unsh = tb.add(unshuffles),
                     o_scat = tb.add(scatters), o_tiles = tb.add(tile_starts),
-                    o_status = tb.add(zero_status);
+                    o_status = tb.add(zero_status), o_nans = tb.add(zero_nans);
   const std::size_t o_zact = tb.reserve(nz * sizeof(std::size_t)),
                     o_dact = tb.reserve(nd * sizeof(std::size_t)),
                     o_lact = tb.reserve(nl * sizeof(std::size_t));
@@ -810,7 +949,8 @@ Status ReadOp::enqueue(Batch& b) {
   tb.pack(b.h_tables.data());
   ZF_ASSIGN_OR_RETURN(b.d_tables, device_.acquire(tb.size()));
   std::byte* dt = b.d_tables.data();
-  ZF_ASSIGN_OR_RETURN(b.h_status, pinned_.acquire(std::max<std::size_t>(1, nslots * sizeof(int))));
+  // Pinned results: the status slots, then the NaN count of the transformed elements.
+  ZF_ASSIGN_OR_RETURN(b.h_status, pinned_.acquire(nans_offset(nslots) + sizeof(unsigned long long)));
 
   // Copies up: compressed bytes, CPU-decoded blocks, tables.
   ZF_ASSIGN_OR_RETURN(b.t0, Event::create(true));
@@ -831,7 +971,11 @@ Status ReadOp::enqueue(Batch& b) {
     const std::byte* from = nullptr;
     std::byte* to = nullptr;
     std::uint64_t bytes = 0;
-    if (it.mode == Mode::kCpu) {
+    if (it.host_tf) {
+      from = it.host_tf_dst;
+      to = it.mode == Mode::kCpu ? it.dest.data : t.enc_dest.data;
+      bytes = cpu_block_bytes(it) / 4 * out_type_size(it.tf->out);
+    } else if (it.mode == Mode::kCpu) {
       from = b.cpu_host.data() + it.cpu_offset;
       to = t.copy_up ? it.dest.data : b.d_cpu.data() + it.cpu_offset;
       bytes = cpu_block_bytes(it);
@@ -897,12 +1041,17 @@ Status ReadOp::enqueue(Batch& b) {
   ZF_CUDA_RETURN_IF_ERROR(launch_unshuffle(reinterpret_cast<const UnshuffleJob*>(dt + o_unsh),
                                            std::uint32_t(unshuffles.size()), stream));
   ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.t2.get(), stream));
+  auto* d_nans = reinterpret_cast<unsigned long long*>(dt + o_nans);
   ZF_CUDA_RETURN_IF_ERROR(launch_scatter(
       reinterpret_cast<const ScatterJob*>(dt + o_scat), std::uint32_t(scatters.size()),
-      reinterpret_cast<const std::int64_t*>(dt + o_tiles), tile_starts.back(), stream));
+      reinterpret_cast<const std::int64_t*>(dt + o_tiles), tile_starts.back(),
+      any_transform ? d_nans : nullptr, stream));
   if (nslots > 0)
     ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.h_status.data(), d_status, nslots * sizeof(int),
                                             cudaMemcpyDeviceToHost, stream));
+  ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.h_status.data() + nans_offset(nslots), d_nans,
+                                          sizeof(unsigned long long), cudaMemcpyDeviceToHost,
+                                          stream));
   ZF_ASSIGN_OR_RETURN(b.done, Event::create(true, /*sleeping=*/true));
   ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.done.get(), stream));
   b.enqueued = true;
@@ -917,21 +1066,32 @@ Status ReadOp::upload_cpu_decoded(const Item& it, const std::byte* staged) {
   ZF_RETURN_IF_ERROR(cpu_decode(it, staged, ByteSpan(host.data(), bytes)));
   ZF_ASSIGN_OR_RETURN(GpuBuffer dev, device_.acquire(std::max<std::uint64_t>(bytes, 1)));
   auto job = make_scatter(dev.data(), it.sel.count, Selection::full(it.sel.count), it.dest, elem, 1,
-                          nullptr);
+                          nullptr, it.tf);
   if (!job) return annotate(it, unimplemented("destination has too many dimensions for the GPU"));
-  ZF_ASSIGN_OR_RETURN(GpuBuffer tables, device_.acquire(sizeof(ScatterJob) + 64));
+  // Device tables: the job, its two tile starts, the NaN counter (host copy: `host` after the
+  // block, which is pinned too).
+  constexpr std::size_t kTiles = align_up(sizeof(ScatterJob), 16), kNans = kTiles + 16;
+  ZF_ASSIGN_OR_RETURN(GpuBuffer tables, device_.acquire(kNans + 8));
+  ZF_ASSIGN_OR_RETURN(GpuBuffer h_nans, pinned_.acquire(8));
   std::int64_t tiles[2] = {0, (job->count + kScatterTile - 1) / kScatterTile};
+  auto* d_nans = reinterpret_cast<unsigned long long*>(tables.data() + kNans);
   const cudaStream_t stream = opt_.stream;
   ZF_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(dev.data(), host.data(), bytes, cudaMemcpyHostToDevice, stream));
   ZF_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(tables.data(), &*job, sizeof(ScatterJob), cudaMemcpyHostToDevice, stream));
-  ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tables.data() + sizeof(ScatterJob), tiles, sizeof tiles,
+  ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tables.data() + kTiles, tiles, sizeof tiles,
                                           cudaMemcpyHostToDevice, stream));
+  ZF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_nans, 0, 8, stream));
   ZF_CUDA_RETURN_IF_ERROR(launch_scatter(
       reinterpret_cast<const ScatterJob*>(tables.data()), 1,
-      reinterpret_cast<const std::int64_t*>(tables.data() + sizeof(ScatterJob)), tiles[1], stream));
+      reinterpret_cast<const std::int64_t*>(tables.data() + kTiles), tiles[1], d_nans, stream));
+  ZF_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(h_nans.data(), d_nans, 8, cudaMemcpyDeviceToHost, stream));
   ZF_RETURN_IF_ERROR(wait_sleeping(stream));
+  unsigned long long nans = 0;
+  std::memcpy(&nans, h_nans.data(), 8);
+  report_.nans += nans;
   return {};
 }
 
@@ -944,6 +1104,9 @@ Status ReadOp::finish(Batch& b) {
   if (cudaEventElapsedTime(&ms, b.t1.get(), b.t2.get()) == cudaSuccess) report_.decode_ms += ms;
   if (cudaEventElapsedTime(&ms, b.t2.get(), b.done.get()) == cudaSuccess) report_.scatter_ms += ms;
   const int* status = reinterpret_cast<const int*>(b.h_status.data());
+  unsigned long long nans = 0;
+  std::memcpy(&nans, b.h_status.data() + nans_offset(b.slot_item.size()), sizeof nans);
+  report_.nans += nans;
   std::set<std::uint32_t> failed;
   std::map<std::uint32_t, int> first_code;
   for (std::size_t s = 0; s < b.slot_item.size(); ++s) {
