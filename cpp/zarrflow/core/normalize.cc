@@ -28,9 +28,14 @@ inline std::uint16_t f16(float y) {
   return y != y ? std::uint16_t(0x7fff) : r;
 }
 
-// Compiled for AVX-512 and AVX2 (with F16C) as well as the baseline; the loader's host threads
-// convert up to ~8 G elements/s for a 71-channel batch stream.
+// On x86-64 with GCC, compiled for AVX-512 and AVX2 (with F16C) as well as the baseline, picked at
+// load time: the loader's host threads convert up to ~8 G elements/s for a 71-channel batch
+// stream. Elsewhere (aarch64, clang) the compiler's own vectorisation of the plain loops.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ZF_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define ZF_CLONES
+#endif
 
 template <typename Out, typename Conv>
 inline std::uint64_t run(const float* __restrict in, Out* __restrict out, std::size_t n, float m,
