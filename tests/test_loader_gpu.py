@@ -16,6 +16,17 @@ if not zarrflow.cuda_available():
 torch = pytest.importorskip("torch")
 
 
+def assert_same_bits(cpu, gpu, dtype, view):
+    """The GPU loader's batches carry the CPU loader's bits (NaNs: the same positions)."""
+    for a, b in zip(cpu, gpu, strict=True):
+        for k in ("x", "y"):
+            got = b[k].cpu().view(torch.int16 if view is np.uint16 else torch.int32).numpy()
+            want = np.ascontiguousarray(a[k]).view(view)
+            nan = np.isnan(b[k].float().cpu().numpy())
+            assert np.array_equal(nan, np.isnan(a[k].astype(np.float32))), (dtype, k)
+            assert np.array_equal(got.view(view)[~nan], want[~nan]), (dtype, k)
+
+
 def cpu_and_gpu(store, **kw):
     cpu = zarrflow.Loader(store, VARS, device="cpu", output="numpy", **kw)
     gpu = zarrflow.Loader(store, VARS, device="cuda", output="torch", decode_threads=2, **kw)
@@ -83,13 +94,7 @@ def test_gpu_normalise_and_cast_are_bit_exact(store, crop, path):
                                crop=crop, **extra)
         if path == "gpu-cache":
             list(gpu)  # fills the cache
-        for a, b in zip(cpu, gpu, strict=True):
-            for k in ("x", "y"):
-                got = b[k].cpu().view(torch.int16 if view is np.uint16 else torch.int32).numpy()
-                want = np.ascontiguousarray(a[k]).view(view)
-                nan = np.isnan(b[k].float().cpu().numpy())
-                assert np.array_equal(nan, np.isnan(a[k].astype(np.float32))), (dtype, k)
-                assert np.array_equal(got.view(view)[~nan], want[~nan]), (dtype, k)
+        assert_same_bits(cpu, gpu, dtype, view)
         st = gpu.stats()
         if path == "gpu-cache":
             assert st["cache_hits"] > 0 and st["nans"] == 2 * cpu.stats()["nans"] > 0
@@ -331,13 +336,7 @@ def test_uncompressed_planes_are_converted_as_they_are_read(tmp_path):
                               output="numpy", dtype=dtype, **kw)
         gpu = zarrflow.Loader(tmp_path / "raw.zarr", ["x@0", "x@1"], device="cuda", dtype=dtype,
                               **kw)
-        for a_, b_ in zip(cpu, gpu, strict=True):
-            for k in ("x", "y"):
-                got = b_[k].cpu().view(torch.int16 if view is np.uint16 else torch.int32).numpy()
-                want = np.ascontiguousarray(a_[k]).view(view)
-                nan = np.isnan(b_[k].float().cpu().numpy())
-                assert np.array_equal(nan, np.isnan(a_[k].astype(np.float32))), (dtype, k)
-                assert np.array_equal(got.view(view)[~nan], want[~nan]), (dtype, k)
+        assert_same_bits(cpu, gpu, dtype, view)
         st = gpu.stats()
         assert st["missing"] > 0 and st["nans"] == cpu.stats()["nans"] > 0
         assert st["host_transformed"] > 0 and st["cpu_decoded"] == 0

@@ -369,6 +369,12 @@ class Loader:
         self.samples = np.arange(len(self.times) * len(self.patch_origins))
         self.rank, self.world_size = _rank_world(rank, world_size)
         self.norm = self._normalization(normalize)
+        C = len(self.spec.channels)
+        # What every batch applies (identity mean/std when only the dtype changes): (mean, std)
+        # lists for the host path, float32 (mean, std) pairs per channel for the GPU path.
+        self._transform = self.norm is not None or self.dtype != "float32"
+        self._mean_std = self.norm or ([0.0] * C, [1.0] * C)
+        self._norm_pairs = np.array(self._mean_std, np.float32).T.copy()
         from ._threads import make_executor
 
         # Separate pools: I/O (file reads, shard indexes) and host-side decode work (framing
@@ -552,10 +558,7 @@ class Loader:
 
     def _row_norms(self, rows: int) -> np.ndarray:
         """(mean, std) of every request row (rows run over channels fastest), float32."""
-        C = len(self.spec.channels)
-        mean, std = self.norm if self.norm else ([0.0] * C, [1.0] * C)
-        per_channel = np.stack([np.asarray(mean, np.float32), np.asarray(std, np.float32)], 1)
-        return np.ascontiguousarray(np.tile(per_channel, (rows // C, 1)))
+        return np.tile(self._norm_pairs, (rows // len(self._norm_pairs), 1))
 
     def _stream(self, worker: int):
         """Worker `worker`'s CUDA stream (its reads and normalisation are ordered on it)."""
@@ -569,10 +572,9 @@ class Loader:
         shape = [len(samples), steps, C, *self.spatial_shape]
         dev = "cuda" if self.on_gpu else "cpu"
         stream = self._stream(worker) if self.on_gpu else None
-        transform = self.norm is not None or self.dtype != "float32"
         # On the GPU the normalisation and cast happen as the chunks are copied into the batch
         # (one pass, no float32 copy of the batch); on the host, in NumPy after the read.
-        fused = transform and self.on_gpu
+        fused = self._transform and self.on_gpu
         t0 = time.perf_counter()
         raw = _core.empty_tensor(shape, self.dtype if fused else "float32", dev, self.device_id)
         times, origins = self._where(samples)
@@ -589,9 +591,8 @@ class Loader:
                                         f"(samples {list(map(int, samples))})")
         out, nans = raw, int(report.get("nans", 0)) if report else 0
         if not self.on_gpu:
-            if transform:
-                mean, std = self.norm if self.norm else ([0.0] * C, [1.0] * C)
-                out, nans = _normalize_cpu(np.from_dlpack(raw), mean, std, self.dtype,
+            if self._transform:
+                out, nans = _normalize_cpu(np.from_dlpack(raw), *self._mean_std, self.dtype,
                                            int(np.prod(self.spatial_shape)))
             else:
                 nans = int(np.isnan(np.from_dlpack(raw)).sum())

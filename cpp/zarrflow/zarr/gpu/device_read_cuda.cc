@@ -42,10 +42,11 @@ struct Item {
   std::string where;  // "chunk 'c/0/1'" or "chunk 'c/0': inner chunk [0,3]"
   const std::vector<std::byte>* fill = nullptr;
   const ElementTransform* tf = nullptr;  // null: elements as stored
-  // The host threads apply `tf` into pinned memory at `host_tf_dst` (chunks they decoded, or
-  // uncompressed ones they read, whose destination is dense); the result is copied up as is.
+  // The host threads apply `tf` into the batch's pinned converted blocks at this offset (chunks
+  // they decoded, or uncompressed ones they read, whose destination is dense; see
+  // converted_block); the result is copied up as is.
   bool host_tf = false;
-  std::byte* host_tf_dst = nullptr;
+  std::uint64_t host_tf_offset = 0;
   bool shared = false;  // a later item of the same batch scatters from this one's decoded copy
 
   Mode mode = Mode::kGpu;
@@ -180,6 +181,12 @@ struct Batch {
   bool enqueued = false;
 };
 
+// Where the host put an Item::host_tf item's converted block: uncompressed chunks (still kGpu)
+// were converted while fetched, CPU-decoded blocks after decoding.
+std::byte* converted_block(Batch& b, const Item& it) {
+  return (it.mode == Mode::kCpu ? b.host_out : b.host_read).data() + it.host_tf_offset;
+}
+
 class ReadOp {
  public:
   ReadOp(const DeviceReadOptions& opt, DeviceReadReport& report, GpuMemoryPool& pinned,
@@ -201,7 +208,7 @@ class ReadOp {
   Status finish(Batch& b);
   Status cpu_decode(const Item& it, const std::byte* staged, ByteSpan out) const;
   bool streams_to_host_tf(const Item& it) const;
-  Status read_converted(Item& it, std::atomic<std::uint64_t>& nans) const;
+  Status read_converted(Item& it, std::byte* dst, std::atomic<std::uint64_t>& nans) const;
   Status upload_cpu_decoded(const Item& it, const std::byte* staged);
   Status annotate(const Item& it, Status s) const {
     return std::move(s).annotate(it.arr->describe() + ": " + it.where);
@@ -460,7 +467,7 @@ Status ReadOp::fetch(Batch& b) {
     if (it.mode == Mode::kFill || it.dup_of >= 0 || it.cached) continue;
     it.host_tf = streams_to_host_tf(it);
     if (it.host_tf) {  // read in pieces and converted: no staging slot
-      it.host_tf_dst = reinterpret_cast<std::byte*>(converted_total);  // offset until allocated
+      it.host_tf_offset = converted_total;
       converted_total =
           align_up(converted_total + it.stored_size / 4 * out_type_size(it.tf->out), 256);
       continue;
@@ -484,11 +491,6 @@ Status ReadOp::fetch(Batch& b) {
   ZF_ASSIGN_OR_RETURN(b.staging, pinned_.acquire(std::max<std::uint64_t>(total, 1)));
   if (converted_total) {
     ZF_ASSIGN_OR_RETURN(b.host_read, pinned_.acquire(converted_total));
-    for (std::size_t idx : b.items) {
-      Item& it = items_[idx];
-      if (it.host_tf)
-        it.host_tf_dst = b.host_read.data() + reinterpret_cast<std::uintptr_t>(it.host_tf_dst);
-    }
   }
   std::atomic<std::uint64_t> converted_nans{0};
   if (direct_total) {
@@ -504,7 +506,7 @@ Status ReadOp::fetch(Batch& b) {
   ZF_RETURN_IF_ERROR(parallel_for(io, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
     if (it.mode == Mode::kFill || it.dup_of >= 0 || it.cached) return {};
-    if (it.host_tf) return read_converted(it, converted_nans);
+    if (it.host_tf) return read_converted(it, converted_block(b, it), converted_nans);
     if (it.host_cached) {
       std::memcpy(base + it.staging_offset, it.host_cached->bytes.data(), it.stored_size);
       return {};
@@ -638,7 +640,7 @@ Status ReadOp::prepare(Batch& b) {
     // Duplicates of a CPU-decoded chunk decode again, so each may convert its own block.
     it.host_tf = it.tf != nullptr && it.dest.is_c_contiguous(out_type_size(it.tf->out));
     if (it.host_tf) {
-      it.host_tf_dst = reinterpret_cast<std::byte*>(out_total);  // offset until allocated
+      it.host_tf_offset = out_total;
       out_total = align_up(out_total + cpu_block_bytes(it) / 4 * out_type_size(it.tf->out), 256);
     }
   }
@@ -646,11 +648,6 @@ Status ReadOp::prepare(Batch& b) {
     ZF_ASSIGN_OR_RETURN(b.cpu_host, pinned_.acquire(cpu_total));
     if (out_total > 0) {
       ZF_ASSIGN_OR_RETURN(b.host_out, pinned_.acquire(out_total));
-      for (std::size_t idx : b.items) {
-        Item& it = items_[idx];
-        if (it.mode == Mode::kCpu && it.host_tf)
-          it.host_tf_dst = b.host_out.data() + reinterpret_cast<std::uintptr_t>(it.host_tf_dst);
-      }
     }
     std::byte* cpu = b.cpu_host.data();
     std::atomic<std::uint64_t> nans{0};
@@ -659,8 +656,8 @@ Status ReadOp::prepare(Batch& b) {
       if (it.mode != Mode::kCpu) return {};
       ZF_RETURN_IF_ERROR(cpu_decode(it, staged, ByteSpan(cpu + it.cpu_offset, cpu_block_bytes(it))));
       if (it.host_tf)
-        nans += normalize_cast(reinterpret_cast<const float*>(cpu + it.cpu_offset), it.host_tf_dst,
-                               cpu_block_bytes(it) / 4, *it.tf);
+        nans += normalize_cast(reinterpret_cast<const float*>(cpu + it.cpu_offset),
+                               converted_block(b, it), cpu_block_bytes(it) / 4, *it.tf);
       return {};
     }));
     report_.nans += nans.load();
@@ -688,7 +685,7 @@ bool ReadOp::streams_to_host_tf(const Item& it) const {
   return sel.is_full(spec.shape) && dest.is_c_contiguous(out_type_size(it.tf->out));
 }
 
-Status ReadOp::read_converted(Item& it, std::atomic<std::uint64_t>& nans) const {
+Status ReadOp::read_converted(Item& it, std::byte* dst, std::atomic<std::uint64_t>& nans) const {
   constexpr std::uint64_t kPiece = 256 << 10;  // bytes: read, then converted from the cache
   thread_local std::unique_ptr<float[]> piece(new float[kPiece / 4]);
   const std::uint64_t base = it.range ? it.range->offset : 0;
@@ -704,7 +701,7 @@ Status ReadOp::read_converted(Item& it, std::atomic<std::uint64_t>& nans) const 
       it.host_tf = false;
       return {};
     }
-    found += normalize_cast(piece.get(), it.host_tf_dst + at / 4 * osize, n / 4, *it.tf);
+    found += normalize_cast(piece.get(), dst + at / 4 * osize, n / 4, *it.tf);
   }
   nans += found;
   return {};
@@ -739,13 +736,8 @@ Status ReadOp::enqueue(Batch& b) {
   for (std::size_t k = 0; k < b.items.size(); ++k) {
     const Item& it = items_[b.items[k]];
     Target& t = targets[k];
-    if (it.host_tf) {  // normalised and cast on the host, into host_out
+    if (it.host_tf) {  // normalised and cast on the host: copied up below as it is
       t.copy_up = true;
-      if (it.mode == Mode::kGpu) {
-        t.enc_sel = it.sel;
-        t.enc_dest = it.dest;
-        it.chain->to_encoded(t.enc_sel, t.enc_dest);
-      }
       continue;
     }
     if (it.mode == Mode::kCpu) {  // decoded into pinned memory shaped like its destination
@@ -857,8 +849,8 @@ Status ReadOp::enqueue(Batch& b) {
     const auto item = static_cast<std::uint32_t>(idx);
     switch (it.program->codec) {
       case GpuCodec::kNone:
-        if (t.copy_up) {  // copied below, straight from pinned staging into the destination
-          out = t.enc_dest.data;
+        if (t.copy_up) {  // copied below (as stored, or converted by the host) into place
+          out = it.dest.data;
           break;
         }
         out = const_cast<std::byte*>(src);  // the stored bytes are the elements
@@ -971,9 +963,9 @@ Status ReadOp::enqueue(Batch& b) {
     const std::byte* from = nullptr;
     std::byte* to = nullptr;
     std::uint64_t bytes = 0;
-    if (it.host_tf) {
-      from = it.host_tf_dst;
-      to = it.mode == Mode::kCpu ? it.dest.data : t.enc_dest.data;
+    if (it.host_tf) {  // dense: the encoded order only permutes shape and strides
+      from = converted_block(b, it);
+      to = it.dest.data;
       bytes = cpu_block_bytes(it) / 4 * out_type_size(it.tf->out);
     } else if (it.mode == Mode::kCpu) {
       from = b.cpu_host.data() + it.cpu_offset;
