@@ -95,14 +95,17 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
     ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
                          normalize=normalize, shuffle="block", seed=0, prefetch=2,
                          workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb)
-    # Warm-up epochs (page cache; pools grown to their working set): at least two, and until
-    # one makes no cudaMalloc / cudaHostAlloc (at most six).
-    for e in range(6):
-        before = pool_calls()
+    # Warm-up epochs (page cache; pools grown to their working set; the host/GPU decode balance
+    # settled): at least two, and until one makes no cudaMalloc / cudaHostAlloc and leaves the
+    # balance where it was (at most eight).
+    for e in range(8):
+        before, share = pool_calls(), ld.decode_share
         ld.set_epoch(100 + e)
         for _ in ld:
-            pass
-        if e >= 1 and pool_calls() == before:
+            if step_s:
+                torch.cuda._sleep(int(step_s * 1.4e9))
+                torch.cuda.synchronize()
+        if e >= 1 and pool_calls() == before and ld.decode_share == share:
             break
     st0, calls0 = ld.stats(), pool_calls()
     per_sample = 2 * len(variables) * int(np.prod(ld.spatial_shape)) * (2 if dtype != "float32" else 4)
@@ -134,6 +137,9 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
             "deduplicated": st["deduplicated"], "cpu_decoded": st["cpu_decoded"],
             "cache_hits": st["cache_hits"], "host_cache_hits": st["host_cache_hits"],
             "chunks": st["chunks"], "epoch_s": epoch_s,
+            "gpu_decoded": st["gpu_decoded"] - st0["gpu_decoded"],
+            "cpu_decoded_timed": st["cpu_decoded"] - st0["cpu_decoded"],
+            "host_decode_share": [r["host_share"] for r in ld.timeline()][-(n // 16):],
             # pool calls during the timed epochs (a steady loader makes none)
             "pool_calls": {k: v - calls0.get(k, 0) for k, v in calls.items()}}
 

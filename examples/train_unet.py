@@ -4,12 +4,16 @@ data loader keeps the GPU busy.
 Runs (``--runs``, several in one process, the same model and settings each time):
 
 - ``synthetic``            compute only: random batches already on the GPU (the ceiling);
-- ``zarrflow-gpu``         zarrflow.Loader, chunks decoded on the GPU, batches in GPU memory;
+- ``zarrflow-gpu``         zarrflow.Loader with its defaults (``gpu_decode="auto"``,
+                           ``host_decode_share="auto"``: the host threads decode while they keep
+                           up, the GPU takes chunks over while the model waits), batches in GPU
+                           memory;
 - ``zarrflow-gpu-hostdecode`` the same loader with ``gpu_decode="off"``: chunks decoded by the
                            host threads into pinned memory and copied up; the batch is still
                            assembled, normalised and cast on the GPU (the model keeps the SMs);
 - ``zarrflow-gpu@F``       the GPU loader with ``host_decode_share=F``: the host threads decode
-                           a fraction F of the chunks, the GPU the rest;
+                           a fraction F of the chunks, the GPU the rest (``@0``: all on the GPU
+                           when it can);
 - ``zarrflow-cpu``         zarrflow.Loader decoding on the CPU, batches copied up (pinned);
 - ``baseline-tensorstore`` the hackathon-style loader: torch DataLoader (workers, pin_memory)
                            over a Dataset reading each sample with tensorstore;
@@ -190,7 +194,7 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
                       prefetch=args.prefetch, workers=args.loader_workers,
                       threads=args.loader_threads, rank=rank, world_size=world,
                       gpu_decode="off" if kind == "zarrflow-gpu-hostdecode" else args.gpu_decode,
-                      host_decode_share=float(share or 0.0), cache_gb=args.cache_gb)
+                      host_decode_share=float(share) if share else "auto", cache_gb=args.cache_gb)
         train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
                                 time_range=(tr.start, tr.stop), batch_size=args.batch_size, **common)
         val = zarrflow.Loader(args.store, args.channels, shuffle=False,
@@ -281,7 +285,8 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
         print(f"  [{kind}] loader: {st['batches']} batches, read {st['read_s']:.2f} s "
               f"(GPU: H2D {st['h2d_ms'] / 1e3:.2f} s, decode {st['decode_ms'] / 1e3:.2f} s, "
               f"scatter {st['scatter_ms'] / 1e3:.2f} s), consumer waited {st['wait_s']:.2f} s, "
-              f"mean queue depth {st['mean_queue_depth']:.2f}", flush=True)
+              f"mean queue depth {st['mean_queue_depth']:.2f}; GPU/host decoded {st['gpu_decoded']}/"
+              f"{st['cpu_decoded']} chunks, host share now {st['host_decode_share']:.3f}", flush=True)
         mem = zarrflow.memory_stats()
         if mem:  # pool calls so far in this process: a steady loader stops making them
             print(f"  [{kind}] pools: device {mem['device_allocations']} allocations, "

@@ -70,7 +70,9 @@ if want test; then
 fi
 if want quicktest; then  # the GPU suites (C++ under memcheck unless SKIP_MEMCHECK=1), no CPU conformance
   echo "== GPU tests (quick)" | tee -a "$OUT/tests.log"
-  .gpu/bin/zarrflow_gpu_tests --gtest_brief=1 2>&1 | tail -2 | tee -a "$OUT/tests.log"
+  .gpu/bin/zarrflow_gpu_tests --gtest_brief=1 >/tmp/gpu_tests.log 2>&1
+  grep -E -A12 "Failure|FAILED  \]" /tmp/gpu_tests.log | head -60 | tee -a "$OUT/tests.log"
+  tail -2 /tmp/gpu_tests.log | tee -a "$OUT/tests.log"
   if [ "${SKIP_MEMCHECK:-0}" != 1 ]; then
     timeout 240 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
       .gpu/bin/zarrflow_gpu_tests --gtest_brief=1 >/tmp/memcheck.log 2>&1

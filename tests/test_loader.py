@@ -105,6 +105,7 @@ def test_timeline_says_who_made_each_batch_and_how_long_the_consumer_waited(stor
         assert r["asked"] <= r["taken"] and r["wait"] == pytest.approx(r["taken"] - r["asked"])
         assert r["end"] <= r["taken"]  # handed out only once made
         assert 0 <= r["ready"] <= ld.prefetch + ld.workers - 1
+        assert r["host_share"] == 0.0  # a CPU loader has no GPU to share decoding with
     assert sum(r["wait"] for r in tl) <= ld.stats()["wait_s"] + 1e-9
     assert 0 < ld.stats()["mean_queue_depth"] <= ld.prefetch + ld.workers - 1
 
@@ -410,8 +411,12 @@ def test_workers_give_the_same_batches_in_order(store, workers, prefetch):
 def test_bad_workers_and_host_share(store):
     with pytest.raises(LoaderError, match="workers"):
         zarrflow.Loader(store, VARS, device="cpu", workers=0)
-    with pytest.raises(LoaderError, match="host_decode_share"):
-        zarrflow.Loader(store, VARS, device="cpu", host_decode_share=1.5)
+    for bad in (1.5, -0.1, "sometimes"):
+        with pytest.raises(LoaderError, match="host_decode_share"):
+            zarrflow.Loader(store, VARS, device="cpu", host_decode_share=bad)
+    ld = zarrflow.Loader(store, VARS, device="cpu")
+    assert ld.decode_share == 0.0 and ld.stats()["host_decode_share"] == 0.0
+    assert "decode_moves_to_gpu" not in ld.stats()  # no balance without a GPU
 
 
 def test_error_in_a_batch_reaches_the_consumer_in_order(store, tmp_path):

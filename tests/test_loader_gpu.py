@@ -3,10 +3,13 @@ shared chunks are fetched and decoded once, normalisation/casting on the GPU, Py
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 import zarrflow
+from zarrflow._balance import DecodeBalance
 
 from test_loader import LEVELS, NLAT, NLON, NT, VARS, expected, store  # noqa: F401 (fixture)
 
@@ -29,7 +32,10 @@ def assert_same_bits(cpu, gpu, dtype, view):
 
 def cpu_and_gpu(store, **kw):
     cpu = zarrflow.Loader(store, VARS, device="cpu", output="numpy", **kw)
-    gpu = zarrflow.Loader(store, VARS, device="cuda", output="torch", decode_threads=2, **kw)
+    # host_decode_share=0: the GPU decodes every chunk it can (the default balance would start
+    # with the host threads decoding)
+    gpu = zarrflow.Loader(store, VARS, device="cuda", output="torch", decode_threads=2,
+                          host_decode_share=0.0, **kw)
     return cpu, gpu
 
 
@@ -283,7 +289,7 @@ def test_steady_epochs_allocate_and_free_nothing(store, gpu_decode):
     the consumer keeps each batch through a step of its own."""
     ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, workers=1, prefetch=2,
                          dtype="bfloat16", normalize=zarrflow.compute_stats(store, VARS),
-                         gpu_decode=gpu_decode, output="torch")
+                         gpu_decode=gpu_decode, host_decode_share=0.0, output="torch")
 
     def epoch(e):
         ld.set_epoch(e)
@@ -312,6 +318,39 @@ def test_host_decode_share_splits_decoding_and_changes_no_bits(store):
     assert st["gpu_decoded"] > 0 and st["cpu_decoded"] > 0
     # (CPU counts include chunks several samples share; GPU counts do not)
     assert 0.25 <= st["cpu_decoded"] / (st["cpu_decoded"] + st["gpu_decoded"]) <= 0.75
+
+
+def test_decoding_moves_to_the_gpu_while_the_consumer_waits_and_bits_do_not_change(store):
+    # The default (gpu_decode="auto", host_decode_share="auto"): a loop that takes batches as
+    # fast as they come always waits, so decoding moves to the GPU at once; a consumer
+    # slower than the host threads leaves it all to them. Same bits either way.
+    kw = dict(batch_size=2, shuffle=False, workers=1, prefetch=2)
+    cpu = zarrflow.Loader(store, VARS, device="cpu", output="numpy", **kw)
+    ref = [b for b in cpu]
+    eager = zarrflow.Loader(store, VARS, device="cuda", **kw)
+    assert eager.decode_share == 1.0
+    # Batches this small are read in well under the 0.5 ms a wait must last to count.
+    eager._balance = DecodeBalance(min_wait_s=0.0)
+    for e in range(4):
+        eager.set_epoch(e)
+        got = list(eager)  # taken as fast as they come; compared afterwards
+        for a, b in zip(ref, got, strict=True):
+            for k in ("x", "y"):
+                assert np.array_equal(a[k].view(np.uint32), b[k].cpu().numpy().view(np.uint32))
+    st = eager.stats()
+    assert st["decode_moves_to_gpu"] >= 1 and st["host_decode_share"] == 0.0, st
+    assert st["gpu_decoded"] > 0 and st["cpu_decoded"] > 0
+    shares = [r["host_share"] for r in eager.timeline()]
+    assert shares[0] == 1.0 and min(shares) == 0.0
+
+    slow = zarrflow.Loader(store, VARS, device="cuda", **kw)
+    for a, b in zip(ref, slow, strict=True):
+        time.sleep(0.05)  # a training step far longer than reading a tiny batch
+        for k in ("x", "y"):
+            assert np.array_equal(a[k].view(np.uint32), b[k].cpu().numpy().view(np.uint32))
+    st = slow.stats()
+    assert st["host_decode_share"] == 1.0 and st["decode_moves_to_gpu"] == 0, st
+    assert st["gpu_decoded"] == 0 and st["cpu_decoded"] > 0
 
 
 def test_uncompressed_planes_are_converted_as_they_are_read(tmp_path):

@@ -9,9 +9,11 @@ channel of a stacked (time, channel, lat, lon) array by its label (``channels`` 
 coordinate). Every channel must share the grid.
 
 Each batch is one call into the C++ core: every (sample, time step, channel) region goes into
-one pipeline that reads, decodes (on the GPU for ``device="cuda"``) and scatters straight into
-the batch, fetching and decoding a chunk once even when several samples need it (x at t+1 is y
-at t). ``workers`` background threads (default 2, each with its own CUDA stream) keep
+one pipeline that reads, decodes and scatters straight into the batch, fetching and decoding a
+chunk once even when several samples need it (x at t+1 is y at t). With ``device="cuda"`` the
+host threads decode as long as they keep up with the consumer and the GPU decoders take over
+the rest (``host_decode_share="auto"``, ``_balance.DecodeBalance``): next to a model, decode
+kernels slow its steps, while a loop that only reads wants every decoder it can get. ``workers`` background threads (default 2, each with its own CUDA stream) keep
 ``prefetch`` batches ready, in order: one batch's host work (reading, checks) overlaps another's
 GPU work, and the consumer only waits when the store is slower than training.
 """
@@ -32,6 +34,7 @@ import numpy as np
 
 from . import _core, _gpu
 from ._api import Array, Group, open as zf_open
+from ._balance import DecodeBalance
 from ._prefetch import Gate, OrderedPrefetch
 from .errors import ZarrflowError
 
@@ -292,8 +295,9 @@ class Loader:
     ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``workers`` (threads producing
     batches at once, default 2; each has its own CUDA stream), ``missing`` ("fill" or
     "error"), ``gpu_decode``, ``host_decode_share`` (0..1: the fraction of GPU-decodable chunks
-    the host threads decode instead, for training where the model keeps the GPU busy and cores
-    are idle), ``threads`` (I/O pool) and ``decode_threads`` (a separate pool for
+    the host threads decode instead, or "auto", the default: with ``gpu_decode="auto"`` and no
+    chunk cache, the host decodes as long as it keeps up with the consumer, and chunks move to
+    the GPU while the consumer waits — see ``_balance.DecodeBalance``; otherwise 0), ``threads`` (I/O pool) and ``decode_threads`` (a separate pool for
     host checks and CPU-fallback decodes), ``progress`` (print a rate line every N batches),
     ``cache_gb`` / ``host_cache_gb`` (GPU / pinned host memory for compressed chunks kept
     across epochs; 0 = no cache; the GPU tier is asked first), ``time_range`` ((start, stop)
@@ -311,7 +315,7 @@ class Loader:
                  device: str = "cuda", output: str = "torch", shuffle: Any = True, seed: int = 0,
                  rank: int | None = None, world_size: int | None = None, drop_last: bool = True,
                  prefetch: int = 2, workers: int = 2, missing: str = "fill",
-                 gpu_decode: str = "auto", host_decode_share: float = 0.0,
+                 gpu_decode: str = "auto", host_decode_share: float | str = "auto",
                  threads: int | None = None, decode_threads: int | None = None,
                  time_dim: str = "time", level_dim: str = "level",
                  channel_dim: str = "channel", block: int = 8, buffer: int = 64,
@@ -348,9 +352,20 @@ class Loader:
         if workers < 1:
             raise LoaderError(f"workers must be >= 1, got {workers}")
         self.workers = int(workers)
-        if not 0.0 <= host_decode_share <= 1.0:
-            raise LoaderError(f"host_decode_share must be in [0, 1], got {host_decode_share}")
-        self.host_decode_share = float(host_decode_share)
+        # Who decodes what the GPU could: a fixed share, or one steered by the consumer's waits
+        # (only where there is a choice: a GPU loader with gpu_decode="auto").
+        self._balance = None
+        if host_decode_share == "auto":
+            self.host_decode_share = 0.0
+            # The chunk caches keep compressed bytes for the GPU decoders: with one, the GPU
+            # decodes (cache hits skip storage, PCIe and the host entirely).
+            if self.on_gpu and gpu_decode == "auto" and cache_gb <= 0 and host_cache_gb <= 0:
+                self._balance = DecodeBalance()
+        elif isinstance(host_decode_share, (int, float)) and 0.0 <= host_decode_share <= 1.0:
+            self.host_decode_share = float(host_decode_share)
+        else:
+            raise LoaderError(f"host_decode_share must be in [0, 1] or 'auto', got "
+                              f"{host_decode_share!r}")
         self.progress = progress
         self.crop = self._crop(crop or {})
         self.patch_size, self.patch_origins = self._patches(input_dims or {}, input_overlap or {})
@@ -575,13 +590,14 @@ class Loader:
         # On the GPU the normalisation and cast happen as the chunks are copied into the batch
         # (one pass, no float32 copy of the batch); on the host, in NumPy after the read.
         fused = self._transform and self.on_gpu
+        share = self.decode_share
         t0 = time.perf_counter()
         raw = _core.empty_tensor(shape, self.dtype if fused else "float32", dev, self.device_id)
         times, origins = self._where(samples)
         arrays, table = self._requests(times, origins, steps)
         report = _core.read_batch(arrays, table, raw, stream, self.gpu_decode,
                                   "auto", self._executor, self.cache, self.host_cache,
-                                  self._decode_executor, self.host_decode_share,
+                                  self._decode_executor, share,
                                   self._row_norms(len(table)) if fused else None)
         t_read = time.perf_counter()
         if report:
@@ -606,7 +622,7 @@ class Loader:
             if report and key in report:
                 delta[key] = report[key]
         return {"raw": out, "times": times, "stats": delta, "origin": origins,
-                "timing": (worker, t0, t_read, t_end)}
+                "timing": (worker, t0, t_read, t_end, share)}
 
     def _convert(self, item: dict) -> dict:
         t = item["raw"]
@@ -698,6 +714,7 @@ class Loader:
         self._position = self._resume
         self._resume = 0
         prefetch = primed[1] if primed is not None else self._prefetch(batches)
+        first = self._position
         t_start = time.perf_counter()
         total = self._position + len(batches)
         samples0, bytes0 = self.stats_.samples, self.stats_.batch_bytes  # this epoch's rate
@@ -719,9 +736,13 @@ class Loader:
                     # The workers are free: start the next pass now (it waits for room under
                     # the shared depth), so its first batches are ready when it begins.
                     self._prime(epoch_now + 1 if advanced else epoch_now)
-                worker, start, read_done, end = item.pop("timing")
+                worker, start, read_done, end, share = item.pop("timing")
                 self.stats_.timeline.append((epoch_now, self._position, worker, start, read_done,
-                                             end, t0, t1, ready))
+                                             end, t0, t1, ready, share))
+                if self._balance is not None:
+                    # The first batches of a pass nobody read ahead are always waited for.
+                    self._balance.observe(t0, t1, ready, share, settled=primed is not None
+                                          or self._position - first >= self.workers)
                 self._position += 1
                 if self.progress and self._position % self.progress == 0:
                     dt = time.perf_counter() - t_start
@@ -750,15 +771,27 @@ class Loader:
 
     def stats(self) -> dict:
         """Counters since the loader was made: bytes, chunks, cache of shared chunks, waits."""
-        return self.stats_.as_dict()
+        d = self.stats_.as_dict()
+        d["host_decode_share"] = self.decode_share
+        if self._balance is not None:
+            d["decode_moves_to_gpu"] = self._balance.to_gpu
+            d["decode_moves_to_host"] = self._balance.to_host
+        return d
+
+    @property
+    def decode_share(self) -> float:
+        """The fraction of GPU-decodable chunks the next batch leaves to the host threads."""
+        return self._balance.share if self._balance is not None else self.host_decode_share
 
     def timeline(self) -> list[dict]:
         """When each of the last batches taken (up to TIMELINE_LEN) was made and taken, to see
         why a consumer waited: `worker` produced batch `batch` of `epoch` from `start` to `end`
         (`read_end`: its chunks were in the batch buffer; the rest is normalising and casting),
         the consumer asked for it at `asked` and got it at `taken` (`wait` = taken - asked) with
-        `ready` batches finished at that moment. Times in seconds since the loader was made."""
-        keys = ("epoch", "batch", "worker", "start", "read_end", "end", "asked", "taken", "ready")
+        `ready` batches finished at that moment; `host_share` is the fraction of GPU-decodable
+        chunks it left to the host threads (see ``decode_share``). Times in seconds since the loader was made."""
+        keys = ("epoch", "batch", "worker", "start", "read_end", "end", "asked", "taken", "ready",
+                "host_share")
         out = []
         for rec in self.stats_.timeline:
             d = dict(zip(keys, rec))

@@ -34,7 +34,7 @@ class DeviceReadTest : public ::testing::Test {
   // Reads `sel` of array `path` on the CPU and on the GPU and expects identical bytes.
   void expect_same(const std::shared_ptr<MemoryStore>& store, const std::string& path,
                    const Selection& sel, GpuDecode mode = GpuDecode::kAuto,
-                   std::int64_t expect_cpu_decoded = -1) {
+                   std::int64_t expect_cpu_decoded = -1, double host_share = 0.0) {
     auto node = open_node(store, path);
     ASSERT_TRUE(node.ok()) << node.status().to_string();
     const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
@@ -52,6 +52,7 @@ class DeviceReadTest : public ::testing::Test {
     DeviceReadOptions opt;
     opt.pool = &pool;
     opt.decode = mode;
+    opt.host_share = host_share;
     DeviceReadReport report;
     Status s = reader.read(arr, sel, gv, opt, &report);
     ASSERT_TRUE(s.ok()) << s.to_string();
@@ -156,6 +157,22 @@ TEST_F(DeviceReadTest, ZstdThroughNvcomp) {
               have_nvcomp ? GpuDecode::kOn : GpuDecode::kAuto, have_nvcomp ? 0 : 26);
 }
 
+// host_share moves decoding of compressed chunks to the host threads, evenly; uncompressed
+// chunks have nothing to decode and keep their path. Same bytes whatever the share.
+TEST_F(DeviceReadTest, HostShareMovesOnlyCompressedChunks) {
+  auto raw = make("raw", kBytes, identity);
+  expect_same(raw, "raw", Selection::full({5, 9, 7}), GpuDecode::kAuto, 0, 1.0);
+  auto lz4 = make("b", R"([{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
+       "typesize": 4, "blocksize": 0}}])",
+                  [](const Bytes& b) { return blosc(b, "lz4", 1); });
+  expect_same(lz4, "b", Selection::full({5, 9, 7}), GpuDecode::kAuto, 26, 1.0);  // 27 - missing
+  // Every second chunk in C order moves (the 2nd, 4th, ..., 26th: 13); the 14th is the missing
+  // chunk (1, 1, 1), filled instead: 12 are decoded on the host.
+  expect_same(lz4, "b", Selection::full({5, 9, 7}), GpuDecode::kAuto, 12, 0.5);
+  expect_same(lz4, "b", Selection::full({5, 9, 7}), GpuDecode::kAuto, 0, 0.0);
+}
+
 TEST_F(DeviceReadTest, NumcodecsLz4V2) {
   auto store = std::make_shared<MemoryStore>();
   ASSERT_TRUE(store
@@ -202,18 +219,28 @@ TEST_F(DeviceReadTest, ReadManySharesChunksWithinAndAcrossBatches) {
       dev.push_back({&arr, sel, {static_cast<std::byte*>(d) + off, plane, c_strides(plane, 4)}});
     }
   ASSERT_TRUE(read_many(host, ReadOptions{}).ok());
-  for (std::uint64_t batch : {std::uint64_t{0}, std::uint64_t{1500}}) {
-    DeviceReader reader;
-    DeviceReadOptions opt;
-    opt.decode = GpuDecode::kOn;
-    opt.batch_bytes = batch;  // 0: per codec; 1500: about a dozen chunks per batch
-    DeviceReadReport report;
-    Status s = reader.read_many(dev, opt, &report);
-    ASSERT_TRUE(s.ok()) << s.to_string();
-    ASSERT_EQ(cudaMemcpy(gpu.data(), d, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_EQ(cpu, gpu) << "batch_bytes " << batch;
-    EXPECT_GT(report.deduplicated, 0) << "batch_bytes " << batch;
-  }
+  // Decoded on the GPU or by the host threads (gpu_decode=off, or host_share 1: also the copies
+  // of a chunk that fall into a later internal batch): a chunk block two requests want alike
+  // (row t+1 of request t and row t+1 of request t+1) is decoded once either way.
+  for (auto [mode, share] : {std::pair{GpuDecode::kOn, 0.0}, std::pair{GpuDecode::kOff, 0.0},
+                             std::pair{GpuDecode::kAuto, 1.0}})
+    for (std::uint64_t batch : {std::uint64_t{0}, std::uint64_t{1500}}) {
+      DeviceReader reader;
+      DeviceReadOptions opt;
+      opt.decode = mode;
+      opt.host_share = share;
+      opt.batch_bytes = batch;  // 0: per codec; 1500: about a dozen chunks per batch
+      DeviceReadReport report;
+      Status s = reader.read_many(dev, opt, &report);
+      ASSERT_TRUE(s.ok()) << s.to_string();
+      ASSERT_EQ(cudaMemcpy(gpu.data(), d, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      const bool host = mode == GpuDecode::kOff || share == 1.0;
+      EXPECT_EQ(cpu, gpu) << "batch_bytes " << batch << " host " << host;
+      EXPECT_GT(report.deduplicated, 0) << "batch_bytes " << batch << " host " << host;
+      EXPECT_EQ(report.cpu_decoded + report.gpu_decoded + report.deduplicated + report.missing,
+                report.chunks);
+      if (host) EXPECT_EQ(report.gpu_decoded, 0);
+    }
   cudaFree(d);
 }
 

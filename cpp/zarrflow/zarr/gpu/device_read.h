@@ -97,9 +97,10 @@ struct DeviceReadOptions {
   // Compressed bytes staged per batch; 0 = chosen per codec (256 MB, or 2 GB for chains decoded
   // by nvCOMP's zstd/deflate, which need hundreds of chunks per call to fill the GPU).
   std::uint64_t batch_bytes = 0;
-  // Fraction (0..1) of the chunks the GPU could decode that the host threads decode instead
-  // (then copy up, like CPU fallbacks). For training, where the model keeps the GPU busy, it moves
-  // decoding onto otherwise idle cores and gives the model its SMs back.
+  // Fraction (0..1) of the compressed chunks the GPU could decode that the host threads decode
+  // instead (then copy up, like CPU fallbacks). For training, where the model keeps the GPU busy,
+  // it moves decoding onto otherwise idle cores and gives the model its SMs back. Uncompressed
+  // chunks are not counted: they have nothing to decode and keep their own path.
   double host_share = 0.0;
   // Empty, or one per request: write cast((x - mean) * inv_std) instead of the float32
   // elements x (core/normalize.h; kStored = as stored), NaNs counted in the report. The

@@ -48,6 +48,9 @@ struct Item {
   bool host_tf = false;
   std::uint64_t host_tf_offset = 0;
   bool shared = false;  // a later item of the same batch scatters from this one's decoded copy
+  // A CPU-decoded duplicate selecting the same block with the same transform: it uses its first
+  // occurrence's host block (cpu_offset, host_tf_offset) instead of decoding again.
+  bool reuses_block = false;
 
   Mode mode = Mode::kGpu;
   std::string cpu_reason;
@@ -66,6 +69,15 @@ struct Item {
   std::shared_ptr<const CachedChunk> host_cached;  // ... or in pinned host memory
   std::string cache_key;
 };
+
+// Two items of one stored chunk want the same decoded block, converted the same way.
+bool same_block(const Item& a, const Item& b) {
+  const bool same_tf = (a.tf == nullptr) == (b.tf == nullptr) &&
+                       (a.tf == nullptr || (a.tf->out == b.tf->out && a.tf->mean == b.tf->mean &&
+                                            a.tf->inv_std == b.tf->inv_std));
+  return same_tf && a.host_tf == b.host_tf && a.sel.start == b.sel.start &&
+         a.sel.count == b.sel.count && a.sel.step == b.sel.step;
+}
 
 std::uint64_t decoded_size(const Item& it) {
   return static_cast<std::uint64_t>(it.chain->array_to_bytes_spec().nbytes());
@@ -361,12 +373,20 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
       it.cpu_reason = it.program->reason;
     }
   }
-  // host_share: every k-th GPU-decodable chunk goes to the host threads, spread evenly (an
-  // accumulator, so the split does not depend on chunk sizes or order of completion).
+  // host_share: every k-th GPU-decodable compressed chunk goes to the host threads, spread
+  // evenly (an accumulator, so the split does not depend on chunk sizes or order of completion).
+  // Uncompressed chunks stay: read whole (and converted while read, where they can be), they
+  // have no decoding to move, and the host path for decoded blocks would copy them once more.
+  // A duplicate goes where its first occurrence went: it may land in a later internal batch,
+  // where it is read and decoded on its own, and must not bring the GPU decoders back.
   if (opt_.host_share > 0) {
     double acc = 0;
     for (auto& it : items_) {
-      if (it.mode != Mode::kGpu || it.dup_of >= 0) continue;
+      if (it.mode != Mode::kGpu || it.program->codec == GpuCodec::kNone) continue;
+      if (it.dup_of >= 0) {
+        it.mode = items_[std::size_t(it.dup_of)].mode;
+        continue;
+      }
       acc += std::min(opt_.host_share, 1.0);
       if (acc >= 1.0 - 1e-9) {
         acc -= 1.0;
@@ -635,10 +655,21 @@ Status ReadOp::prepare(Batch& b) {
     Item& it = items_[idx];
     if (it.mode != Mode::kCpu) continue;
     if (!it.cpu_reason.empty()) note(it.cpu_reason);
+    it.host_tf = it.tf != nullptr && it.dest.is_c_contiguous(out_type_size(it.tf->out));
+    // x at t+1 is y at t: a duplicate that wants the same block, converted the same way, is
+    // decoded once and copied up twice. Other duplicates (another part of the chunk, another
+    // transform) decode the shared stored bytes again into a block of their own.
+    if (it.dup_of >= 0) {
+      const Item& first = items_[std::size_t(it.dup_of)];
+      if (first.mode == Mode::kCpu && same_block(first, it)) {
+        it.reuses_block = true;
+        it.cpu_offset = first.cpu_offset;
+        it.host_tf_offset = first.host_tf_offset;
+        continue;
+      }
+    }
     it.cpu_offset = cpu_total;
     cpu_total = align_up(cpu_total + cpu_block_bytes(it), 256);
-    // Duplicates of a CPU-decoded chunk decode again, so each may convert its own block.
-    it.host_tf = it.tf != nullptr && it.dest.is_c_contiguous(out_type_size(it.tf->out));
     if (it.host_tf) {
       it.host_tf_offset = out_total;
       out_total = align_up(out_total + cpu_block_bytes(it) / 4 * out_type_size(it.tf->out), 256);
@@ -653,7 +684,7 @@ Status ReadOp::prepare(Batch& b) {
     std::atomic<std::uint64_t> nans{0};
     ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
       const Item& it = items_[b.items[k]];
-      if (it.mode != Mode::kCpu) return {};
+      if (it.mode != Mode::kCpu || it.reuses_block) return {};
       ZF_RETURN_IF_ERROR(cpu_decode(it, staged, ByteSpan(cpu + it.cpu_offset, cpu_block_bytes(it))));
       if (it.host_tf)
         nans += normalize_cast(reinterpret_cast<const float*>(cpu + it.cpu_offset),
@@ -662,7 +693,8 @@ Status ReadOp::prepare(Batch& b) {
     }));
     report_.nans += nans.load();
   }
-  for (std::size_t idx : b.items) report_.host_transformed += items_[idx].host_tf;
+  for (std::size_t idx : b.items)
+    report_.host_transformed += items_[idx].host_tf && !items_[idx].reuses_block;
   return {};
 }
 
@@ -819,7 +851,7 @@ Status ReadOp::enqueue(Batch& b) {
       continue;
     }
     if (it.mode == Mode::kCpu) {
-      ++report_.cpu_decoded;
+      ++(it.reuses_block ? report_.deduplicated : report_.cpu_decoded);
       if (targets[k].copy_up) continue;
       auto j = make_scatter(b.d_cpu.data() + it.cpu_offset, it.sel.count,
                             Selection::full(it.sel.count), it.dest, elem, 1, nullptr, it.tf);
@@ -968,6 +1000,7 @@ Status ReadOp::enqueue(Batch& b) {
       to = it.dest.data;
       bytes = cpu_block_bytes(it) / 4 * out_type_size(it.tf->out);
     } else if (it.mode == Mode::kCpu) {
+      if (it.reuses_block && !t.copy_up) continue;  // its first occurrence put the block up
       from = b.cpu_host.data() + it.cpu_offset;
       to = t.copy_up ? it.dest.data : b.d_cpu.data() + it.cpu_offset;
       bytes = cpu_block_bytes(it);
