@@ -297,7 +297,8 @@ class Loader:
     "error"), ``gpu_decode``, ``host_decode_share`` (0..1: the fraction of GPU-decodable chunks
     the host threads decode instead, or "auto", the default: with ``gpu_decode="auto"`` and no
     chunk cache, the host decodes as long as it keeps up with the consumer, and chunks move to
-    the GPU while the consumer waits — see ``_balance.DecodeBalance``; otherwise 0), ``threads`` (I/O pool) and ``decode_threads`` (a separate pool for
+    the GPU while the consumer waits or its steps slow down — see ``_balance.DecodeBalance``;
+    otherwise 0), ``threads`` (I/O pool) and ``decode_threads`` (a separate pool for
     host checks and CPU-fallback decodes), ``progress`` (print a rate line every N batches),
     ``cache_gb`` / ``host_cache_gb`` (GPU / pinned host memory for compressed chunks kept
     across epochs; 0 = no cache; the GPU tier is asked first), ``time_range`` ((start, stop)
@@ -715,6 +716,8 @@ class Loader:
         self._resume = 0
         prefetch = primed[1] if primed is not None else self._prefetch(batches)
         first = self._position
+        if self._balance is not None:
+            self._balance.new_pass()
         t_start = time.perf_counter()
         total = self._position + len(batches)
         samples0, bytes0 = self.stats_.samples, self.stats_.batch_bytes  # this epoch's rate
