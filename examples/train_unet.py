@@ -180,6 +180,31 @@ class SampleDataset(torch.utils.data.Dataset):
         return torch.from_numpy((x - self.mean) / self.std), torch.from_numpy((y - self.mean) / self.std)
 
 
+def baseline_depth(args, nchan: int, world: int, batch_size: int) -> tuple[int, int]:
+    """(workers, prefetch_factor) for a baseline DataLoader. Every worker holds prefetch_factor
+    float32 batches in shared memory and builds the next one (its samples, then their collated
+    copy): about prefetch_factor + 2 batches. At 71 channels, 721x1440, batch 16 a batch is
+    9.4 GB, so 8 workers need 225-300 GB; on a 128 GB host the kernel's OOM killer ends the run
+    (SIGKILL, no traceback; seen with 8 x 2 and 8 x 1). A loader gets at most 70% of the host's
+    memory (shared by the ranks of this host; the train and validation loaders never read at
+    the same time): prefetch 1 first, then fewer workers, and it says so."""
+    h, w = args.spatial
+    batch = 2 * nchan * h * w * 4 * batch_size
+    budget = 0.7 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / max(1, world)
+    workers, prefetch = args.workers, args.prefetch_factor
+    while workers > 1 and workers * (prefetch + 2) * batch > budget:
+        if prefetch > 1:
+            prefetch = 1
+        else:
+            workers -= 1
+    if (workers, prefetch) != (args.workers, args.prefetch_factor):
+        print(f"  baseline: {args.workers} workers x prefetch {args.prefetch_factor} x "
+              f"{batch / 1e9:.1f} GB batches would not fit in 70% of host memory "
+              f"({budget / 1e9:.0f} GB per rank): {workers} workers x prefetch {prefetch}",
+              flush=True)
+    return workers, prefetch
+
+
 def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: torch.device,
               rank: int, world: int):
     """(train iterable factory(epoch) → iterator of (x, y) on the GPU, validation factory)."""
@@ -210,20 +235,23 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
                            b["y"].pin_memory().to(device, non_blocking=True))
         train_factory = lambda e: wrap(train, e)  # noqa: E731
         train_factory.loader = train  # run() reports its stage counters
-        return train_factory, (lambda: wrap(val, 0))
+        val_factory = lambda: wrap(val, 0)  # noqa: E731
+        val_factory.loader = val  # run() closes both
+        return train_factory, val_factory
 
     backend = kind.removeprefix("baseline-")
     mean, std = np.asarray(stats["mean"]), np.asarray(stats["std"])
     tdtype = torch.bfloat16 if args.bf16 else torch.float32
 
     def loader(times, shuffle, batch_size):
+        workers, prefetch = baseline_depth(args, len(mean), world, batch_size)
         ds = SampleDataset(args.store, args.channels, np.asarray(times), backend, mean, std)
         sampler = torch.utils.data.DistributedSampler(ds, world, rank, shuffle=shuffle, seed=args.seed,
                                                       drop_last=True) if world > 1 else None
         return torch.utils.data.DataLoader(
             ds, batch_size=batch_size, shuffle=shuffle and sampler is None, sampler=sampler,
-            num_workers=args.workers, pin_memory=True, drop_last=True,
-            persistent_workers=args.workers > 0, prefetch_factor=2 if args.workers else None)
+            num_workers=workers, pin_memory=True, drop_last=True,
+            persistent_workers=workers > 0, prefetch_factor=prefetch if workers else None)
 
     train_dl, val_dl = loader(tr[:-1], True, args.batch_size), loader(va[:-1], False, val_bs)
 
@@ -293,12 +321,25 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
                   f"{mem['device_frees']} frees, peak {mem['device_peak'] / 1e9:.1f} GB; pinned "
                   f"{mem['pinned_allocations']} allocations, {mem['pinned_frees']} frees, peak "
                   f"{mem['pinned_peak'] / 1e9:.1f} GB", flush=True)
-    return {"run": kind, "train": train_model, "epochs": epochs,
-            "loader_stats": loader.stats() if loader is not None else None,
-            "loader_timeline": loader.timeline() if loader is not None else None,
-            "samples_per_s": sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed),
-            "MBps": sum(e["samples"] for e in timed) * sample_bytes / sum(e["seconds"] for e in timed) / 1e6,
-            "data_wait_fraction": float(np.mean([e["data_wait_fraction"] for e in timed]))}
+    result = {"run": kind, "train": train_model, "epochs": epochs,
+              "loader_stats": loader.stats() if loader is not None else None,
+              "loader_timeline": loader.timeline() if loader is not None else None,
+              "samples_per_s": sum(e["samples"] for e in timed) / sum(e["seconds"] for e in timed),
+              "MBps": sum(e["samples"] for e in timed) * sample_bytes / sum(e["seconds"] for e in timed) / 1e6,
+              "data_wait_fraction": float(np.mean([e["data_wait_fraction"] for e in timed]))}
+    # The next run of this process starts clean: the loaders' read-ahead of an epoch that will
+    # not come, their pools' idle memory and PyTorch's cached blocks go back (a 71-channel
+    # GPU-decode loader needs ~90 GB of its own next to the model).
+    for ld in (loader, getattr(val_iter, "loader", None)):
+        if ld is not None:
+            ld.close()
+    del model, opt, train_iter, val_iter, loader
+    import gc
+
+    gc.collect()
+    zarrflow.release_memory()
+    torch.cuda.empty_cache()
+    return result
 
 
 def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, device, rank,
@@ -394,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--workers", type=int, default=8, help="baseline DataLoader workers")
+    ap.add_argument("--prefetch-factor", type=int, default=2,
+                    help="baseline DataLoader batches per worker (lowered, then the workers, "
+                         "when they would not fit in 70%% of host memory)")
     ap.add_argument("--prefetch", type=int, default=2, help="zarrflow batches ready ahead")
     ap.add_argument("--loader-workers", type=int, default=2,
                     help="zarrflow threads producing batches at once (each with its own stream)")
