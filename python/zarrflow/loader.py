@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import collections
 import json
+import numbers
 import os
 import threading
 import time
@@ -362,7 +363,8 @@ class Loader:
             # decodes (cache hits skip storage, PCIe and the host entirely).
             if self.on_gpu and gpu_decode == "auto" and cache_gb <= 0 and host_cache_gb <= 0:
                 self._balance = DecodeBalance()
-        elif isinstance(host_decode_share, (int, float)) and 0.0 <= host_decode_share <= 1.0:
+        elif (isinstance(host_decode_share, numbers.Real) and not isinstance(host_decode_share, bool)
+              and 0.0 <= host_decode_share <= 1.0):
             self.host_decode_share = float(host_decode_share)
         else:
             raise LoaderError(f"host_decode_share must be in [0, 1] or 'auto', got "

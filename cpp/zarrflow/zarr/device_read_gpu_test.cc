@@ -244,6 +244,48 @@ TEST_F(DeviceReadTest, ReadManySharesChunksWithinAndAcrossBatches) {
   cudaFree(d);
 }
 
+// The same host-decoded block into a dense destination and into a strided one (every second
+// element): the dense one is copied up, the strided one scattered from the device copy of the
+// block; each must get its own copy of the bytes, whichever of the two comes first.
+TEST_F(DeviceReadTest, HostDecodedDuplicateIntoDenseAndStridedDestinations) {
+  auto store = make("m", R"([{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
+       "typesize": 4, "blocksize": 0}}])",
+                    [](const Bytes& b) { return blosc(b, "lz4", 1); });
+  auto node = open_node(store, "m");
+  const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+  const Shape block{2, 4, 3};  // chunk (0, 0, 0), whole
+  const Selection sel{{0, 0, 0}, block, {1, 1, 1}};
+  const std::int64_t n = 24;
+  Bytes want(n * 4);
+  ASSERT_TRUE(arr.read(sel, {want.data(), block, c_strides(block, 4)}, ReadOptions{}).ok());
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 3 * n * 4), cudaSuccess);
+  auto* dense = static_cast<std::byte*>(d);
+  auto* strided = dense + n * 4;  // 2n floats, every second one written
+  const Shape strides{4 * 3 * 8, 3 * 8, 8};
+  for (bool dense_first : {true, false}) {
+    ASSERT_EQ(cudaMemset(d, 0, 3 * n * 4), cudaSuccess);
+    std::vector<DeviceReadRequest> reqs{{&arr, sel, {dense, block, c_strides(block, 4)}},
+                                        {&arr, sel, {strided, block, strides}}};
+    if (!dense_first) std::swap(reqs[0], reqs[1]);
+    DeviceReader reader;
+    DeviceReadOptions opt;
+    opt.decode = GpuDecode::kOff;
+    DeviceReadReport report;
+    Status s = reader.read_many(reqs, opt, &report);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    Bytes got(3 * n * 4);
+    ASSERT_EQ(cudaMemcpy(got.data(), d, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(Bytes(got.begin(), got.begin() + n * 4), want) << "dense first " << dense_first;
+    for (std::int64_t i = 0; i < n; ++i)
+      EXPECT_EQ(std::memcmp(got.data() + n * 4 + i * 8, want.data() + i * 4, 4), 0)
+          << "strided element " << i << ", dense first " << dense_first;
+    EXPECT_EQ(report.cpu_decoded + report.deduplicated, 2);
+  }
+  cudaFree(d);
+}
+
 // Whole rows of an uncompressed array, each read twice: the second copy of a row comes from the
 // first one's bytes on the GPU (the dense-copy path of the scatter kernel), into destinations at
 // odd, 4-byte and 16-byte aligned offsets; rows span several scatter tiles.

@@ -1000,7 +1000,6 @@ Status ReadOp::enqueue(Batch& b) {
       to = it.dest.data;
       bytes = cpu_block_bytes(it) / 4 * out_type_size(it.tf->out);
     } else if (it.mode == Mode::kCpu) {
-      if (it.reuses_block && !t.copy_up) continue;  // its first occurrence put the block up
       from = b.cpu_host.data() + it.cpu_offset;
       to = t.copy_up ? it.dest.data : b.d_cpu.data() + it.cpu_offset;
       bytes = cpu_block_bytes(it);
