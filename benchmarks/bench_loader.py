@@ -109,7 +109,7 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
             break
     st0, calls0 = ld.stats(), pool_calls()
     per_sample = 2 * len(variables) * int(np.prod(ld.spatial_shape)) * (2 if dtype != "float32" else 4)
-    t0, n, waited = time.perf_counter(), 0, 0.0
+    t0, n, nb, waited = time.perf_counter(), 0, 0, 0.0
     epoch_s = []
     for e in range(epochs):
         te = time.perf_counter()
@@ -124,6 +124,7 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
             torch.cuda.synchronize()
             waited += time.perf_counter() - w0
             n += b["x"].shape[0]
+            nb += 1
             if step_s:
                 torch.cuda._sleep(int(step_s * 1.4e9))  # ~step_s of GPU "training"
                 torch.cuda.synchronize()
@@ -134,12 +135,13 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
     return {"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
             "wait_fraction": waited / wall, "wall_s": wall, "samples": n, "workers": workers,
             "stored_GB": (st["stored_bytes"] - st0["stored_bytes"]) / 1e9,
-            "deduplicated": st["deduplicated"], "cpu_decoded": st["cpu_decoded"],
+            "deduplicated": st["deduplicated"],
             "cache_hits": st["cache_hits"], "host_cache_hits": st["host_cache_hits"],
             "chunks": st["chunks"], "epoch_s": epoch_s,
+            # chunks decoded by each side in the timed epochs, and each timed batch's host share
             "gpu_decoded": st["gpu_decoded"] - st0["gpu_decoded"],
-            "cpu_decoded_timed": st["cpu_decoded"] - st0["cpu_decoded"],
-            "host_decode_share": [r["host_share"] for r in ld.timeline()][-(n // 16):],
+            "cpu_decoded": st["cpu_decoded"] - st0["cpu_decoded"],
+            "host_decode_share": [r["host_share"] for r in ld.timeline()[-nb:]],
             # pool calls during the timed epochs (a steady loader makes none)
             "pool_calls": {k: v - calls0.get(k, 0) for k, v in calls.items()}}
 

@@ -47,6 +47,7 @@ channels; loss = RMSE + 0.1·|std(pred) − std(target)|; AdamW; optional bf16 a
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -334,8 +335,6 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
         if ld is not None:
             ld.close()
     del model, opt, train_iter, val_iter, loader
-    import gc
-
     gc.collect()
     zarrflow.release_memory()
     torch.cuda.empty_cache()

@@ -86,9 +86,12 @@ class DecodeBalance:
         self.share = share
         self._intervals, self._all_ready, self._waited = [], True, 0
 
+    def _step_up_failed(self) -> None:
+        self.patience = min(self.max_patience, 2 * self.patience)
+
     def _starved(self, waited: float, interval: float) -> None:
         if self._trial is not None and self._trial[2] > 0:  # the step up was too much
-            self.patience = min(self.max_patience, 2 * self.patience)
+            self._step_up_failed()
         self._trial = None
         keep = max(0.0, 1.0 - waited / interval) if interval > 0 else 0.0
         share = min(self.share - self.step, self.share * keep)
@@ -104,7 +107,7 @@ class DecodeBalance:
             else:
                 kept = median <= before_median * (1 + self.tolerance)
                 if not kept:
-                    self.patience = min(self.max_patience, 2 * self.patience)
+                    self._step_up_failed()
             if not kept:
                 self._cut = False  # this share is the best of its neighbours: stay
                 self._set(before)
@@ -113,7 +116,7 @@ class DecodeBalance:
             # (down while the host was cut back, up after the usual patience)
             if direction > 0:
                 self._cut = False
-        self._intervals, self._all_ready = [], True
+        self._intervals, self._all_ready = [], True  # (_set resets them too, if it is called)
         self._waited += 1
         if self._cut and self.share > 0.0:
             self._trial = (self.share, median, -1)

@@ -13,8 +13,9 @@ one pipeline that reads, decodes and scatters straight into the batch, fetching 
 chunk once even when several samples need it (x at t+1 is y at t). With ``device="cuda"`` the
 host threads decode as long as they keep up with the consumer and the GPU decoders take over
 the rest (``host_decode_share="auto"``, ``_balance.DecodeBalance``): next to a model, decode
-kernels slow its steps, while a loop that only reads wants every decoder it can get. ``workers`` background threads (default 2, each with its own CUDA stream) keep
-``prefetch`` batches ready, in order: one batch's host work (reading, checks) overlaps another's
+kernels slow its steps, while a loop that only reads wants every decoder it can get. ``workers``
+background threads (default 2, each with its own CUDA stream) keep ``prefetch`` batches ready,
+in order: one batch's host work (reading, checks) overlaps another's
 GPU work, and the consumer only waits when the store is slower than training.
 """
 
@@ -355,7 +356,7 @@ class Loader:
             raise LoaderError(f"workers must be >= 1, got {workers}")
         self.workers = int(workers)
         # Who decodes what the GPU could: a fixed share, or one steered by the consumer's waits
-        # (only where there is a choice: a GPU loader with gpu_decode="auto").
+        # and batch rate (only where there is a choice: a GPU loader with gpu_decode="auto").
         self._balance = None
         if host_decode_share == "auto":
             self.host_decode_share = 0.0

@@ -90,6 +90,9 @@ class DeviceReadTest : public ::testing::Test {
         }
     return store;
   }
+
+  // The same array, Blosc-LZ4 with byte shuffle (decoded by zarrflow's own GPU kernels).
+  std::shared_ptr<MemoryStore> make_lz4(const std::string& path);
 };
 
 Bytes identity(const Bytes& b) { return b; }
@@ -109,6 +112,15 @@ Bytes zstd(const Bytes& b) {
 }
 
 const char* kBytes = R"([{"name": "bytes", "configuration": {"endian": "little"}}])";
+Bytes blosc_lz4(const Bytes& b) { return blosc(b, "lz4", 1); }
+
+const char* kBloscLz4 = R"([{"name": "bytes", "configuration": {"endian": "little"}},
+    {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
+     "typesize": 4, "blocksize": 0}}])";
+
+std::shared_ptr<MemoryStore> DeviceReadTest::make_lz4(const std::string& path) {
+  return make(path, kBloscLz4, blosc_lz4);
+}
 
 TEST_F(DeviceReadTest, RawEdgesMissingAndStrides) {
   auto store = make("raw", kBytes, identity);
@@ -162,10 +174,7 @@ TEST_F(DeviceReadTest, ZstdThroughNvcomp) {
 TEST_F(DeviceReadTest, HostShareMovesOnlyCompressedChunks) {
   auto raw = make("raw", kBytes, identity);
   expect_same(raw, "raw", Selection::full({5, 9, 7}), GpuDecode::kAuto, 0, 1.0);
-  auto lz4 = make("b", R"([{"name": "bytes", "configuration": {"endian": "little"}},
-      {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
-       "typesize": 4, "blocksize": 0}}])",
-                  [](const Bytes& b) { return blosc(b, "lz4", 1); });
+  auto lz4 = make_lz4("b");
   expect_same(lz4, "b", Selection::full({5, 9, 7}), GpuDecode::kAuto, 26, 1.0);  // 27 - missing
   // Every second chunk in C order moves (the 2nd, 4th, ..., 26th: 13); the 14th is the missing
   // chunk (1, 1, 1), filled instead: 12 are decoded on the host.
@@ -198,10 +207,7 @@ TEST_F(DeviceReadTest, NumcodecsLz4V2) {
 // Many requests sharing chunks (y at t is x at t+1), split into tiny batches so that shared
 // chunks fall both inside one batch (read once) and across batches (read again).
 TEST_F(DeviceReadTest, ReadManySharesChunksWithinAndAcrossBatches) {
-  auto store = make("m", R"([{"name": "bytes", "configuration": {"endian": "little"}},
-      {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
-       "typesize": 4, "blocksize": 0}}])",
-                    [](const Bytes& b) { return blosc(b, "lz4", 1); });
+  auto store = make_lz4("m");
   auto node = open_node(store, "m");
   const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
   // Requests: for t in 0..3, rows t and t+1 (whole 9x7 planes) into a [4, 2, 9, 7] batch.
@@ -248,10 +254,7 @@ TEST_F(DeviceReadTest, ReadManySharesChunksWithinAndAcrossBatches) {
 // element): the dense one is copied up, the strided one scattered from the device copy of the
 // block; each must get its own copy of the bytes, whichever of the two comes first.
 TEST_F(DeviceReadTest, HostDecodedDuplicateIntoDenseAndStridedDestinations) {
-  auto store = make("m", R"([{"name": "bytes", "configuration": {"endian": "little"}},
-      {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
-       "typesize": 4, "blocksize": 0}}])",
-                    [](const Bytes& b) { return blosc(b, "lz4", 1); });
+  auto store = make_lz4("m");
   auto node = open_node(store, "m");
   const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
   const Shape block{2, 4, 3};  // chunk (0, 0, 0), whole
@@ -344,9 +347,6 @@ TEST_F(DeviceReadTest, SharedRowsCopiedAtAnyAlignment) {
 // (converted on the host when read whole into a dense destination), big-endian, from the GPU
 // chunk cache, shared by two requests; the missing chunk's NaN fill is converted and counted.
 TEST_F(DeviceReadTest, NormaliseAndCastOnEveryPath) {
-  const std::string lz4 = R"([{"name": "bytes", "configuration": {"endian": "little"}},
-      {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
-       "typesize": 4, "blocksize": 0}}])";
   const auto swap4 = [](const Bytes& b) {
     Bytes o(b);
     for (std::size_t i = 0; i + 4 <= o.size(); i += 4) std::reverse(o.begin() + i, o.begin() + i + 4);
@@ -355,7 +355,7 @@ TEST_F(DeviceReadTest, NormaliseAndCastOnEveryPath) {
   const std::vector<std::tuple<std::string, std::string, std::function<Bytes(const Bytes&)>>>
       stores = {{"raw", kBytes, identity},
                 {"be", R"([{"name": "bytes", "configuration": {"endian": "big"}}])", swap4},
-                {"lz4", lz4, [](const Bytes& b) { return blosc(b, "lz4", 1); }}};
+                {"lz4", kBloscLz4, blosc_lz4}};
   // Two overlapping regions (they share chunks, and both touch the missing chunk (1, 1, 1)),
   // and chunk (0, 1, 1), which they do not touch, alone (a dense destination).
   const std::vector<Selection> regions = {Selection{{2, 0, 0}, {3, 9, 7}, {1, 1, 1}},
@@ -468,10 +468,7 @@ TEST_F(DeviceReadTest, NormaliseAndCastOnEveryPath) {
 }
 
 TEST_F(DeviceReadTest, CorruptChunkNamesTheKeyAndTheGpuStaysUsable) {
-  auto store = make("bad", R"([{"name": "bytes", "configuration": {"endian": "little"}},
-      {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle",
-       "typesize": 4, "blocksize": 0}}])",
-                    [](const Bytes& b) { return blosc(b, "lz4", 1); });
+  auto store = make_lz4("bad");
   // Blosc has no checksum, so flipped literal bytes can decode "fine"; a truncated chunk cannot.
   auto v = **store->get("bad/c/0/1/2");
   Bytes broken(v.data(), v.data() + v.size() - 5);
