@@ -83,20 +83,22 @@ def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71,
 
 
 def pool_calls() -> dict:
-    """cudaMalloc/cudaHostAlloc calls and frees zarrflow's pools made so far (a steady loader
+    """Device and pinned allocations and frees zarrflow's pools made so far (a steady loader
     makes none)."""
     return {k: v for k, v in zarrflow.memory_stats().items() if k.endswith(("_allocations", "_frees"))}
 
 
 def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epochs: int = 4,
-                 cache_gb: float = 0.0, host_cache_gb: float = 0.0, workers: int = 2) -> dict:
+                 cache_gb: float = 0.0, host_cache_gb: float = 0.0, workers: int = 2,
+                 share: float | str = "auto") -> dict:
     import torch
 
     ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
                          normalize=normalize, shuffle="block", seed=0, prefetch=2,
-                         workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb)
+                         workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb,
+                         host_decode_share=share)
     # Warm-up epochs (page cache; pools grown to their working set; the host/GPU decode balance
-    # settled): at least two, and until one makes no cudaMalloc / cudaHostAlloc and leaves the
+    # settled): at least two, and until one makes no new device or pinned allocation and leaves the
     # balance where it was (at most eight).
     for e in range(8):
         before, share = pool_calls(), ld.decode_share
@@ -225,13 +227,18 @@ def main() -> int:
     ap.add_argument("--full", action="store_true",
                     help="every grid x dtype x step combination (default: the ones the targets "
                          "name, plus one worker vs two)")
+    ap.add_argument("--shares", type=lambda t: [x if x == "auto" else float(x) for x in t.split(",")],
+                    help="only: loader-only runs at these host decode shares (e.g. auto,0,0.1,0.2), "
+                         "two workers, both grids, float32: does the host add to the GPU's decoding "
+                         "when the consumer always waits?")
     args = ap.parse_args()
     import torch
 
     data, out = Path(args.data), Path(args.out)
     data.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    tag = "_c640" if args.seed_chunks else "_windows" if args.windows else ""
+    tag = ("_c640" if args.seed_chunks else "_windows" if args.windows else
+           "_shares" if args.shares else "")
     chunk_hw = (640, 1280) if args.seed_chunks else (NLAT, NLON)
     store_tag = "_c640" if args.seed_chunks else ""
     wb2 = data / f"wb2_{args.ntime_wb2}{store_tag}.zarr"
@@ -254,8 +261,13 @@ def main() -> int:
     crops = {"721x1440": None, "640x1280": {"latitude": (0, 640), "longitude": (0, 1280)}}
     configs = [(wb2, wb2_vars, stats_wb2, "wb2 v2 blosc-lz4, 6 ch"),
                (stack, stack_vars, stats_stack, "stacked v3 zstd, 71 ch")]
-    plan = []  # (config, grid, dtype, step, workers)
+    plan = []  # (config, grid, dtype, step, workers, host decode share)
     for cfg in ([] if args.only_cache else configs):
+        if args.shares:
+            for grid in ("640x1280", "721x1440"):
+                for share in args.shares:
+                    plan.append((cfg, grid, "float32", 0.0, 2, share))
+            continue
         if args.seed_chunks:
             for workers in (3, 2):
                 plan.append((cfg, "640x1280", "float32", 0.0, workers))
@@ -287,12 +299,14 @@ def main() -> int:
     def loader_name(workers: int) -> str:
         return f"zarrflow-gpu ({workers} worker{'s' if workers > 1 else ''})"
 
-    for (store, variables, stats, label), grid, dtype, step, workers in plan:
-        print(f"run: {label} {grid} {dtype} step={step} workers={workers}", flush=True)
+    for (store, variables, stats, label), grid, dtype, step, workers, *share in plan:
+        share = share[0] if share else "auto"
+        print(f"run: {label} {grid} {dtype} step={step} workers={workers} share={share}", flush=True)
         r = run_zarrflow(store, variables, crop=crops[grid], dtype=dtype,
                          normalize=stats if dtype != "float32" else None, step_s=step,
-                         workers=workers, epochs=epochs_for(variables))
-        r.update(store=label, grid=grid, dtype=dtype, step_s=step, loader=loader_name(workers))
+                         workers=workers, epochs=epochs_for(variables), share=share)
+        name = loader_name(workers) + ("" if share == "auto" else f", host share {share}")
+        r.update(store=label, grid=grid, dtype=dtype, step_s=step, loader=name)
         results["runs"].append(r)
         print(json.dumps(r), flush=True)
     # The GPU cache of compressed chunks: the warm-up epoch fills it, the timed epochs read from it.
@@ -300,7 +314,7 @@ def main() -> int:
                                     (stack, stack_vars, "stacked v3 zstd, 71 ch")):
         tiers = (("GPU", {"cache_gb": 30.0}, 1), ("GPU", {"cache_gb": 30.0}, 2),
                  ("pinned host", {"host_cache_gb": 30.0}, 2))
-        for tier, kw, workers in (() if args.seed_chunks or args.windows else
+        for tier, kw, workers in (() if args.seed_chunks or args.windows or args.shares else
                                   tiers if args.full or args.only_cache else tiers[:2]):
             print(f"run: {label} {tier} cache, {workers} workers", flush=True)
             r = run_zarrflow(store, variables, crop=None, dtype="float32", normalize=None,
@@ -310,7 +324,8 @@ def main() -> int:
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
     (out / f"bench_loader{tag}.json").write_text(json.dumps(results, indent=2))
-    for step in (() if args.only_cache or args.seed_chunks or args.windows else (0.0, 0.05)):
+    for step in (() if args.only_cache or args.seed_chunks or args.windows or args.shares
+                 else (0.0, 0.05)):
         try:
             r = run_baseline(wb2, wb2_vars, step)
             name = "DataLoader+tensorstore (8 workers)"

@@ -81,7 +81,7 @@ def parse_device(device: str) -> tuple[str, int]:
 
 def memory_stats() -> dict:
     """Bytes of GPU and pinned host memory zarrflow's pools hold: in use, peak, idle (cached),
-    budget; and how many cudaMalloc/cudaHostAlloc calls (``*_allocations``) and frees
+    budget; and how many device / pinned allocations (``*_allocations``) and frees
     (``*_frees``) they made — a steady loader makes none after its first batches."""
     if not hasattr(_core, "pool_stats"):
         return {}

@@ -9,7 +9,8 @@
 // streams have passed the point where it was released, as a stream-ordered allocator would.
 // The budget of cached bytes matters for speed: memory beyond it is cudaFree'd (cudaFreeHost'd),
 // and both wait for the whole device — the training step included — while a new cudaHostAlloc
-// of a 2 GB staging buffer takes a large fraction of a second. So the budget follows the peak
+// of a 2 GB staging buffer takes a large fraction of a second (pinned memory now comes from
+// pinned_pages.h, which stalls the device for a tenth of that). So the budget follows the peak
 // of bytes in use plus one largest buffer (room for a size drifting into the next class): a
 // steady working set (a loader's batches and staging) is recycled without ever freeing, as in
 // PyTorch's caching allocator; over budget the oldest idle buffers go (AllocationCache).
@@ -90,7 +91,7 @@ class GpuMemoryPool {
   [[nodiscard]] std::size_t budget() const { return cache_.budget(); }
   [[nodiscard]] std::size_t in_use() const { return in_use_.load(); }
   [[nodiscard]] std::size_t peak_in_use() const { return peak_.load(); }
-  // cudaMalloc / cudaHostAlloc calls and frees so far: a steady workload should make none (each
+  // cudaMalloc / pinned-memory allocations and frees so far: a steady workload should make none (each
   // costs milliseconds, and a free waits for the whole device).
   [[nodiscard]] std::size_t allocations() const { return allocations_.load(); }
   [[nodiscard]] std::size_t frees() const { return frees_.load(); }
@@ -108,8 +109,9 @@ class GpuMemoryPool {
  private:
   friend class GpuBuffer;
   void release(std::byte* p, std::size_t capacity);
-  void free_raw(std::byte* p);  // counted
-  static void free_memory(MemoryKind kind, std::byte* p);
+  void free_raw(std::byte* p, std::size_t capacity);  // counted
+  static void free_memory(MemoryKind kind, std::byte* p, std::size_t capacity);
+  Result<std::byte*> allocate(std::size_t capacity) const;
   void poll_pending();
   void note_in_use(std::size_t capacity);
 

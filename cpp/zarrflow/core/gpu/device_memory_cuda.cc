@@ -1,5 +1,7 @@
 #include "zarrflow/core/gpu/device_memory.h"
 
+#include "zarrflow/core/gpu/pinned_pages.h"
+
 #include <algorithm>
 #include <bit>
 
@@ -28,7 +30,7 @@ GpuBuffer::~GpuBuffer() {
   if (pool_ != nullptr) {
     pool_->release(data_, capacity_);
   } else {
-    GpuMemoryPool::free_memory(kind_, data_);
+    GpuMemoryPool::free_memory(kind_, data_, capacity_);
   }
 }
 
@@ -105,17 +107,26 @@ std::size_t GpuMemoryPool::pending_releases() {
   return pending_.size();
 }
 
-void GpuMemoryPool::free_raw(std::byte* p) {
+void GpuMemoryPool::free_raw(std::byte* p, std::size_t capacity) {
   ++frees_;
-  free_memory(kind_, p);
+  free_memory(kind_, p, capacity);
 }
 
-void GpuMemoryPool::free_memory(MemoryKind kind, std::byte* p) {
+void GpuMemoryPool::free_memory(MemoryKind kind, std::byte* p, std::size_t capacity) {
   if (kind == MemoryKind::kDevice) {
     cudaFree(p);
   } else {
-    cudaFreeHost(p);
+    unpin_host_pages(p, capacity);
   }
+}
+
+Result<std::byte*> GpuMemoryPool::allocate(std::size_t capacity) const {
+  if (kind_ == MemoryKind::kPinned) return pin_host_pages(capacity);
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, capacity);
+  if (err != cudaSuccess)
+    return cuda_status(err, "cudaMalloc of " + std::to_string(capacity) + " bytes");
+  return static_cast<std::byte*>(p);
 }
 
 Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
@@ -139,22 +150,16 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
     note_in_use(capacity);
     return std::move(b);
   }
-  void* p = nullptr;
-  cudaError_t err = kind_ == MemoryKind::kDevice ? cudaMalloc(&p, cap)
-                                                 : cudaHostAlloc(&p, cap, cudaHostAllocDefault);
-  if (err != cudaSuccess) {
+  auto p = allocate(cap);
+  if (!p.ok()) {
     // Give cached memory back and retry once before reporting.
-    for (auto& [q, c] : cache_.drain()) free_raw(q);
+    for (auto& [q, c] : cache_.drain()) free_raw(q, c);
     cudaGetLastError();
-    err = kind_ == MemoryKind::kDevice ? cudaMalloc(&p, cap)
-                                       : cudaHostAlloc(&p, cap, cudaHostAllocDefault);
-    if (err != cudaSuccess)
-      return cuda_status(
-          err, std::string(kind_ == MemoryKind::kDevice ? "cudaMalloc" : "cudaHostAlloc") + " of " +
-                   std::to_string(cap) + " bytes");
+    p = allocate(cap);
+    if (!p.ok()) return p.status();
   }
   ++allocations_;
-  b.data_ = static_cast<std::byte*>(p);
+  b.data_ = *p;
   b.capacity_ = cap;
   note_in_use(cap);
   return std::move(b);
@@ -177,13 +182,13 @@ void GpuMemoryPool::note_in_use(std::size_t capacity) {
 
 void GpuMemoryPool::release(std::byte* p, std::size_t capacity) {
   in_use_.fetch_sub(capacity);
-  for (auto& [q, cap] : cache_.put(p, capacity)) free_raw(q);
+  for (auto& [q, cap] : cache_.put(p, capacity)) free_raw(q, cap);
 }
 
 std::size_t GpuMemoryPool::trim() {
   std::size_t freed = 0;
   for (auto& [p, cap] : cache_.drain()) {
-    free_raw(p);
+    free_raw(p, cap);
     freed += cap;
   }
   return freed;

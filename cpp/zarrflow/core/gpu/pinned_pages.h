@@ -1,0 +1,35 @@
+// Pinned (page-locked) host memory that does not stall the rest of the process's GPU work.
+//
+// cudaHostAlloc faults, zeroes and pins every page while it holds the driver's lock, so another
+// thread's kernel launches and synchronisations wait for all of it: on an H200 host a 2 GB
+// allocation stopped a training thread's 2 ms steps for 0.9 s, and cudaFreeHost of it for 0.27 s
+// (benchmarks/probe_pinned_alloc.py, docs/benchmarks.md). Here the pages are mapped and faulted
+// in by a few plain threads first (as transparent huge pages where the kernel allows), outside any
+// CUDA call, and only then registered: the registration pins pages that already exist, and the
+// same 2 GB stalled the training thread for 42-59 ms (0.1 s with 4 KiB pages); unregistering
+// stalls it for ~0.04 s and the unmap happens outside the lock.
+// Small sizes keep cudaHostAlloc (its stall is short, and a mapping per buffer would waste
+// pages); `pinned_uses_mapping` says which way a capacity goes, so a free can match it.
+#pragma once
+
+#include <cstddef>
+
+#include "zarrflow/core/status.h"
+
+namespace zarrflow::gpu {
+
+// Capacities from which `pin_host_pages` maps and registers (below: cudaHostAlloc).
+inline constexpr std::size_t kPinnedMappingFrom = std::size_t{4} << 20;
+
+[[nodiscard]] constexpr bool pinned_uses_mapping(std::size_t bytes) {
+  return bytes >= kPinnedMappingFrom;
+}
+
+// `bytes` of pinned host memory, usable by every CUDA context of the process; the error names
+// the call that failed and the size.
+Result<std::byte*> pin_host_pages(std::size_t bytes);
+
+// Gives back memory from `pin_host_pages(bytes)` (the same `bytes`).
+void unpin_host_pages(std::byte* p, std::size_t bytes);
+
+}  // namespace zarrflow::gpu
