@@ -4,7 +4,13 @@
 #include <gtest/gtest.h>
 #include <cuda_runtime_api.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <algorithm>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "zarrflow/core/gpu/device_memory.h"
@@ -50,6 +56,35 @@ TEST_P(PinnedPagesTest, PageLockedAndCopiesBothWays) {
 INSTANTIATE_TEST_SUITE_P(BelowAndAboveTheMappingSize, PinnedPagesTest,
                          ::testing::Values(std::size_t{1} << 20, kPinnedMappingFrom,
                                            (std::size_t{64} << 20) + 4096));
+
+// A fork while the memory is pinned (DataLoader workers, subprocesses) must not make the parent's
+// pages copy-on-write: its next write would move the page away from the one the GPU copies from.
+TEST(PinnedPages, WritesAfterAForkReachTheGpu) {
+  if (!device_available().ok()) GTEST_SKIP() << "no GPU";
+  const std::size_t bytes = std::size_t{8} << 20;
+  auto p = pin_host_pages(bytes);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  std::memset(*p, 0x11, bytes);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // keeps the parent's pages shared for a while; no CUDA here
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    _exit(0);
+  }
+  std::memset(*p, 0x22, bytes);  // while the child still lives
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d, *p, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  std::vector<std::byte> back(bytes);
+  ASSERT_EQ(cudaMemcpy(back.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back.front(), std::byte{0x22});
+  EXPECT_EQ(back.back(), std::byte{0x22});
+  EXPECT_EQ(std::count(back.begin(), back.end(), std::byte{0x22}), static_cast<long>(bytes));
+  int status = 0;
+  waitpid(child, &status, 0);
+  cudaFree(d);
+  unpin_host_pages(*p, bytes);
+}
 
 TEST(PinnedPool, LargeBuffersAreMappedAndGoBack) {
   if (!device_available().ok()) GTEST_SKIP() << "no GPU";

@@ -53,6 +53,15 @@ Result<std::byte*> pin_host_pages(std::size_t bytes) {
   // pin (a 2 GB registration stalled the training thread for 42-59 ms instead of 100-120 ms).
   // Advice only: without THP the 4 KiB pages work as well, a little slower.
   madvise(m, bytes, MADV_HUGEPAGE);
+  // Not inherited by fork()ed children (DataLoader workers, subprocesses): a private mapping
+  // would become copy-on-write in the parent too, and a write after the fork would move a page
+  // the GPU's DMA engines still address.
+  if (madvise(m, bytes, MADV_DONTFORK) != 0) {
+    const int e = errno;
+    munmap(m, bytes);
+    return io_error("madvise(MADV_DONTFORK) of " + std::to_string(bytes) +
+                    " bytes of pinned memory: " + std::strerror(e));
+  }
   fault_in(p, bytes);
   const cudaError_t err = cudaHostRegister(m, bytes, cudaHostRegisterPortable);
   if (err != cudaSuccess) {
