@@ -24,14 +24,17 @@ def main() -> int:
     for path in args.results:
         res = json.loads(path.read_text())
         meta.append(f"{res['gpu']}, {res['cpus']} CPUs, {res['date'][:10]}")
-        chunked = " (chunks 640x1280)" if "seedchunks" in path.name else ""
+        chunked = "\n(chunks 640x1280)" if "seedchunks" in path.name else ""
         for r in res["runs"]:
             if r["dtype"] != "float32" or r["step_s"] or "DataLoader" in r["loader"]:
                 continue
             store = r["store"].split(",")[0].replace("stacked v3 zstd", "71 ch zstd") \
                 .replace("wb2 v2 blosc-lz4", "6 ch blosc-lz4")
             key = f"{store}\n{r['grid']}{chunked}"
-            label = r["loader"].replace("zarrflow-gpu ", "").strip("()").replace(") + 30 GB GPU chunk cache", " + GPU cache")
+            label = (r["loader"].replace("zarrflow-gpu (", "").replace(")", "")
+                     .replace(" + 30 GB GPU chunk cache", " + GPU cache")
+                     .replace(" + 30 GB pinned host chunk cache", " + host cache")
+                     .replace(", host share", ", host share"))
             groups.setdefault(key, {})[label] = r["batch_GBps"]
     labels = sorted({lab for g in groups.values() for lab in g},
                     key=lambda s: ("cache" in s, s))
