@@ -220,7 +220,8 @@ def main() -> int:
     ap.add_argument("--only-cache", action="store_true", help="only the cached runs")
     ap.add_argument("--seed-chunks", action="store_true",
                     help="only: stores chunked like the seed's rechunked one, (640, 1280) per "
-                         "field (edge chunks at 721x1440), read as 640x1280 windows")
+                         "field (edge chunks at 721x1440), read as 640x1280 windows (2 and 3 "
+                         "workers) and as whole 721x1440 fields (2 workers)")
     ap.add_argument("--windows", action="store_true",
                     help="only: 640x1280 windows of the 721x1440-chunked stores (2 to 4 workers) "
                          "and whole 721x1440 fields (2 workers) for reference")
@@ -271,6 +272,8 @@ def main() -> int:
         if args.seed_chunks:
             for workers in (3, 2):
                 plan.append((cfg, "640x1280", "float32", 0.0, workers))
+            # whole fields from the same store: four chunks each (640x1280 and the edges)
+            plan.append((cfg, "721x1440", "float32", 0.0, 2))
             continue
         if args.windows:
             plan.append((cfg, "721x1440", "float32", 0.0, 2))

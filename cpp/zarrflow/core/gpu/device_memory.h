@@ -7,10 +7,10 @@
 // an event first), so recycling never races with the GPU. Memory handed to other libraries'
 // streams (DLPack exports) comes back through `release_after`: it is reused only once those
 // streams have passed the point where it was released, as a stream-ordered allocator would.
-// The budget of cached bytes matters for speed: memory beyond it is cudaFree'd (cudaFreeHost'd),
-// and both wait for the whole device — the training step included — while a new cudaHostAlloc
-// of a 2 GB staging buffer takes a large fraction of a second (pinned memory now comes from
-// pinned_pages.h, which stalls the device for a tenth of that). So the budget follows the peak
+// The budget of cached bytes matters for speed: memory beyond it is freed, which waits for the
+// device or holds other threads' CUDA calls up, and a new pinned allocation of a 2 GB staging
+// buffer takes a tenth of a second even with pinned_pages.h (a cudaHostAlloc took most of a
+// second and stalled the training thread all along). So the budget follows the peak
 // of bytes in use plus one largest buffer (room for a size drifting into the next class): a
 // steady working set (a loader's batches and staging) is recycled without ever freeing, as in
 // PyTorch's caching allocator; over budget the oldest idle buffers go (AllocationCache).
@@ -91,8 +91,8 @@ class GpuMemoryPool {
   [[nodiscard]] std::size_t budget() const { return cache_.budget(); }
   [[nodiscard]] std::size_t in_use() const { return in_use_.load(); }
   [[nodiscard]] std::size_t peak_in_use() const { return peak_.load(); }
-  // cudaMalloc / pinned-memory allocations and frees so far: a steady workload should make none (each
-  // costs milliseconds, and a free waits for the whole device).
+  // cudaMalloc / pinned-memory allocations and frees so far: a steady workload should make none
+  // (each costs milliseconds, and a free waits for the whole device).
   [[nodiscard]] std::size_t allocations() const { return allocations_.load(); }
   [[nodiscard]] std::size_t frees() const { return frees_.load(); }
   // Frees the idle cached memory (not what is in use); returns the bytes freed.

@@ -1,9 +1,9 @@
 #include "zarrflow/core/gpu/device_memory.h"
 
-#include "zarrflow/core/gpu/pinned_pages.h"
-
 #include <algorithm>
 #include <bit>
+
+#include "zarrflow/core/gpu/pinned_pages.h"
 
 namespace zarrflow::gpu {
 
