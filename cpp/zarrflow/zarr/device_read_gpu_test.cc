@@ -487,5 +487,53 @@ TEST_F(DeviceReadTest, CorruptChunkNamesTheKeyAndTheGpuStaysUsable) {
   expect_same(store, "bad", Selection{{2, 0, 0}, {3, 9, 7}, {1, 1, 1}});  // other chunks still read
 }
 
+// Chunks that compress to almost nothing (edge chunks that are mostly fill value, constant
+// fields) must not gather into one huge internal batch: the decoded bytes of a batch are bounded
+// as well as the compressed ones. 64 chunks of 256 KiB of zeros compress to ~1 KiB each; with 64
+// KiB of staging per batch they all fit one batch, and a window (not whole chunks, so nothing
+// decodes in place) would need 16 MiB of decoded chunks on the device at once.
+TEST_F(DeviceReadTest, CompressibleChunksDoNotGatherIntoOneHugeBatch) {
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(store->set("z/zarr.json", std::string(R"({"zarr_format": 3, "node_type": "array",
+      "shape": [64, 256, 256], "data_type": "float32", "chunk_grid": {"name": "regular",
+      "configuration": {"chunk_shape": [1, 256, 256]}}, "chunk_key_encoding": {"name": "default"},
+      "fill_value": 0.0, "codecs": )") + kBloscLz4 + "}").ok());
+  for (int t = 0; t < 64; ++t) {
+    std::vector<float> field(256 * 256, 0.0f);
+    field[t * 97] = float(t + 1);  // one marker per chunk, so a wrong chunk shows
+    Bytes raw(field.size() * 4);
+    std::memcpy(raw.data(), field.data(), raw.size());
+    const Bytes enc = blosc_lz4(raw);
+    ASSERT_LT(enc.size(), std::size_t{4096});
+    ASSERT_TRUE(store->set("z/c/" + std::to_string(t) + "/0/0", enc).ok());
+  }
+  auto node = open_node(store, "z");
+  ASSERT_TRUE(node.ok()) << node.status().to_string();
+  const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+  const Selection window{{0, 1, 0}, {64, 255, 256}, {1, 1, 1}};
+  const std::size_t bytes = 64 * 255 * 256 * 4;
+  Bytes cpu(bytes), gpu(bytes);
+  StridedView cv{cpu.data(), window.count, c_strides(window.count, 4)};
+  ThreadPool pool(2);
+  ASSERT_TRUE(arr.read(window, cv, ReadOptions{&pool, nullptr}).ok());
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+  DeviceReader reader;
+  DeviceReadOptions opt;
+  opt.pool = &pool;
+  opt.batch_bytes = 64 << 10;  // decoded per batch: at most 128 KiB, i.e. one chunk
+  DeviceReadReport report;
+  Status s = reader.read(arr, window, {static_cast<std::byte*>(d), window.count,
+                                       c_strides(window.count, 4)}, opt, &report);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_EQ(cudaMemcpy(gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d);
+  EXPECT_EQ(cpu, gpu);
+  EXPECT_EQ(report.gpu_decoded, 64);
+  // Two batches in flight, each with one decoded chunk and its scratch: well under 16 MiB.
+  EXPECT_LT(reader.device_pool().peak_in_use(), std::size_t{4} << 20)
+      << "decoded chunks gathered into one batch";
+}
+
 }  // namespace
 }  // namespace zarrflow::gpu

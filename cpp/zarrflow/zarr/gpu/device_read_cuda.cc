@@ -443,22 +443,37 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
       if (program.codec == GpuCodec::kZstd || program.codec == GpuCodec::kDeflate)
         batch_bytes = std::uint64_t{2} << 30;
   }
+  // Decoded bytes are bounded too: chunks that compress very well (edge chunks that are mostly
+  // fill value, constant fields) would otherwise put tens of GB of decoded chunks in one batch
+  // (2 GB of zstd edge chunks of a (640, 1280)-chunked 721x1440 store decoded to 28 GB).
+  const std::uint64_t decoded_bytes = 2 * batch_bytes;
   std::optional<Batch> previous;
   std::size_t i = 0;
   report_.io = opt_.io == IoPath::kDirect ? "O_DIRECT → pinned staging → H2D copy per batch"
                                           : "pread → pinned staging → H2D copy per batch";
   while (i < items_.size()) {
     Batch b;
-    std::uint64_t staged = 0;
+    std::uint64_t staged = 0, decoded = 0;
     const std::size_t batch_start = i;
-    while (i < items_.size() &&
-           (b.items.empty() || staged + items_[i].stored_size <= batch_bytes)) {
+    // A chunk shared with an item of an earlier batch is read again: that batch's buffers are
+    // recycled by the time this one runs.
+    const auto reads_again = [&](const Item& it) {
+      return it.dup_of < 0 || std::size_t(it.dup_of) < batch_start;
+    };
+    while (i < items_.size()) {
       Item& it = items_[i];
-      // A chunk shared with an item of an earlier batch is read again: that batch's buffers
-      // are recycled by the time this one runs.
-      if (it.dup_of >= 0 && std::size_t(it.dup_of) < batch_start) it.dup_of = -1;
-      if (it.dup_of >= 0) items_[std::size_t(it.dup_of)].shared = true;
-      if (it.dup_of < 0) staged += it.stored_size;
+      const bool read = reads_again(it);
+      const std::uint64_t out = read && it.mode != Mode::kFill ? decoded_size(it) : 0;
+      if (!b.items.empty() && read &&
+          (staged + it.stored_size > batch_bytes || decoded + out > decoded_bytes))
+        break;
+      if (read) {
+        it.dup_of = -1;
+        staged += it.stored_size;
+        decoded += out;
+      } else {
+        items_[std::size_t(it.dup_of)].shared = true;
+      }
       b.items.push_back(i++);
     }
     ZF_RETURN_IF_ERROR(fetch(b));
