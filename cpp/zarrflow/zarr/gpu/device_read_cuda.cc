@@ -436,17 +436,21 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   // Batches of at most batch_bytes staged bytes, double-buffered. nvCOMP's zstd and deflate
   // decoders parallelise across chunks, so chains using them get batches of at least 2 GB
   // (hundreds of chunks per call); for the others smaller batches overlap reading with decoding.
-  std::uint64_t batch_bytes = opt_.batch_bytes;
+  // Decoded bytes are bounded too: chunks that compress very well (edge chunks that are mostly
+  // fill value, constant fields) would otherwise gather tens of GB of decoded chunks in one
+  // batch (2 GB of zstd chunks of a (640, 1280)-chunked 721x1440 store decoded to 28 GB and
+  // ran the GPU out of memory). The bound is loose (2 GB, or 4 GB next to nvCOMP's 2 GB) so
+  // that ordinary chunks, compressed 1.5-3x, are never split by it.
+  std::uint64_t batch_bytes = opt_.batch_bytes, decoded_bytes = 2 * opt_.batch_bytes;
   if (batch_bytes == 0) {
     batch_bytes = std::uint64_t{256} << 20;
+    decoded_bytes = std::uint64_t{2} << 30;
     for (const auto& [chain, program] : programs_)
-      if (program.codec == GpuCodec::kZstd || program.codec == GpuCodec::kDeflate)
+      if (program.codec == GpuCodec::kZstd || program.codec == GpuCodec::kDeflate) {
         batch_bytes = std::uint64_t{2} << 30;
+        decoded_bytes = std::uint64_t{4} << 30;
+      }
   }
-  // Decoded bytes are bounded too: chunks that compress very well (edge chunks that are mostly
-  // fill value, constant fields) would otherwise put tens of GB of decoded chunks in one batch
-  // (2 GB of zstd edge chunks of a (640, 1280)-chunked 721x1440 store decoded to 28 GB).
-  const std::uint64_t decoded_bytes = 2 * batch_bytes;
   std::optional<Batch> previous;
   std::size_t i = 0;
   report_.io = opt_.io == IoPath::kDirect ? "O_DIRECT → pinned staging → H2D copy per batch"
@@ -455,14 +459,15 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     Batch b;
     std::uint64_t staged = 0, decoded = 0;
     const std::size_t batch_start = i;
-    // A chunk shared with an item of an earlier batch is read again: that batch's buffers are
-    // recycled by the time this one runs.
-    const auto reads_again = [&](const Item& it) {
+    // Whether an item is fetched and decoded in this batch: all but duplicates of an item of
+    // this batch. A chunk shared with an item of an earlier batch is read again: that batch's
+    // buffers are recycled by the time this one runs.
+    const auto fetched_here = [&](const Item& it) {
       return it.dup_of < 0 || std::size_t(it.dup_of) < batch_start;
     };
     while (i < items_.size()) {
       Item& it = items_[i];
-      const bool read = reads_again(it);
+      const bool read = fetched_here(it);
       const std::uint64_t out = read && it.mode != Mode::kFill ? decoded_size(it) : 0;
       if (!b.items.empty() && read &&
           (staged + it.stored_size > batch_bytes || decoded + out > decoded_bytes))
