@@ -96,7 +96,7 @@ struct DeviceReadOptions {
   ChunkCache* host_cache = nullptr;  // optional cache of compressed chunks in pinned host memory
   // Compressed bytes staged per batch; 0 = chosen per codec (256 MB, or 2 GB for chains decoded
   // by nvCOMP's zstd/deflate, which need hundreds of chunks per call to fill the GPU). A batch
-  // also holds at most twice that in decoded chunks (0: 2 GB, or 4 GB next to nvCOMP).
+  // also holds at most twice that in decoded chunks (0: 2 GB, or 3 GB next to nvCOMP).
   std::uint64_t batch_bytes = 0;
   // Fraction (0..1) of the compressed chunks the GPU could decode that the host threads decode
   // instead (then copy up, like CPU fallbacks). For training, where the model keeps the GPU busy,

@@ -79,6 +79,15 @@ bool same_block(const Item& a, const Item& b) {
          a.sel.count == b.sel.count && a.sel.step == b.sel.step;
 }
 
+// An allocation for batch `b`; a failure says what it was for and how big the batch was (an
+// out-of-memory error alone does not tell a user which setting to change).
+template <typename B>
+Result<GpuBuffer> named(Result<GpuBuffer> r, std::string_view what, const B& b) {
+  if (r.ok()) return r;
+  return std::move(r).take_status().annotate(std::string(what) + " for a batch of " +
+                                             std::to_string(b.items.size()) + " chunks");
+}
+
 std::uint64_t decoded_size(const Item& it) {
   return static_cast<std::uint64_t>(it.chain->array_to_bytes_spec().nbytes());
 }
@@ -182,8 +191,10 @@ struct Batch {
   // Pinned blocks the host normalised and cast (Item::host_tf): uncompressed chunks converted
   // as they were read (fetch), CPU-decoded blocks (prepare).
   GpuBuffer host_read, host_out;
-  GpuBuffer d_staging, d_direct, d_cpu, d_out, d_shuffled, d_tables, d_temp_zstd, d_temp_deflate,
-      d_temp_lz4;
+  GpuBuffer d_staging, d_direct, d_cpu, d_out, d_shuffled, d_tables;
+  // nvCOMP's scratch, shared with the read's other batches (ReadOp::nvcomp_temp_): held here
+  // until this batch's work is done, so a larger replacement never frees it under a kernel.
+  std::shared_ptr<GpuBuffer> d_temp[4];  // by NvcompAlgo
   GpuBuffer h_tables, h_status;          // pinned
   std::vector<std::uint32_t> slot_item;  // status slot → item index
   Event done;
@@ -236,6 +247,11 @@ class ReadOp {
   std::mutex mu_;
   const Nvcomp* nvcomp_ = nullptr;
   std::string nvcomp_missing_;
+  // One scratch buffer per nvCOMP algorithm for all of this read's batches: they decode one
+  // after another on one stream, so they can share it. nvCOMP's zstd asks for 3.05x the
+  // decoded bytes of a call (9 GB for a 2 GB batch of zstd chunks); one per batch in flight
+  // was the largest allocation a 71-channel loader made.
+  std::shared_ptr<GpuBuffer> nvcomp_temp_[4];  // by NvcompAlgo
 };
 
 void ReadOp::note(const std::string& why) {
@@ -439,8 +455,9 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   // Decoded bytes are bounded too: chunks that compress very well (edge chunks that are mostly
   // fill value, constant fields) would otherwise gather tens of GB of decoded chunks in one
   // batch (2 GB of zstd chunks of a (640, 1280)-chunked 721x1440 store decoded to 28 GB and
-  // ran the GPU out of memory). The bound is loose (2 GB, or 4 GB next to nvCOMP's 2 GB) so
-  // that ordinary chunks, compressed 1.5-3x, are never split by it.
+  // ran the GPU out of memory). The bound is loose (2 GB; 3 GB next to nvCOMP's 2 GB, whose
+  // zstd scratch is 3.05x the decoded bytes) so ordinary chunks, compressed 1.4-3x, are never
+  // split by it.
   std::uint64_t batch_bytes = opt_.batch_bytes, decoded_bytes = 2 * opt_.batch_bytes;
   if (batch_bytes == 0) {
     batch_bytes = std::uint64_t{256} << 20;
@@ -448,7 +465,7 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     for (const auto& [chain, program] : programs_)
       if (program.codec == GpuCodec::kZstd || program.codec == GpuCodec::kDeflate) {
         batch_bytes = std::uint64_t{2} << 30;
-        decoded_bytes = std::uint64_t{4} << 30;
+        decoded_bytes = std::uint64_t{3} << 30;
       }
   }
   std::optional<Batch> previous;
@@ -528,13 +545,13 @@ Status ReadOp::fetch(Batch& b) {
     it.staging_offset = total;
     total += align_up(lead + it.stored_size, 4096);
   }
-  ZF_ASSIGN_OR_RETURN(b.staging, pinned_.acquire(std::max<std::uint64_t>(total, 1)));
+  ZF_ASSIGN_OR_RETURN(b.staging, named(pinned_.acquire(std::max<std::uint64_t>(total, 1)), "pinned staging", b));
   if (converted_total) {
-    ZF_ASSIGN_OR_RETURN(b.host_read, pinned_.acquire(converted_total));
+    ZF_ASSIGN_OR_RETURN(b.host_read, named(pinned_.acquire(converted_total), "host-converted blocks", b));
   }
   std::atomic<std::uint64_t> converted_nans{0};
   if (direct_total) {
-    ZF_ASSIGN_OR_RETURN(b.d_direct, device_.acquire(direct_total));
+    ZF_ASSIGN_OR_RETURN(b.d_direct, named(device_.acquire(direct_total), "cuFile reads", b));
     report_.io = "cuFile " + cufile->mode() +
                  " for uncompressed chunks; pread → pinned → H2D "
                  "for the rest";
@@ -696,9 +713,9 @@ Status ReadOp::prepare(Batch& b) {
     }
   }
   if (cpu_total > 0) {
-    ZF_ASSIGN_OR_RETURN(b.cpu_host, pinned_.acquire(cpu_total));
+    ZF_ASSIGN_OR_RETURN(b.cpu_host, named(pinned_.acquire(cpu_total), "host-decoded blocks", b));
     if (out_total > 0) {
-      ZF_ASSIGN_OR_RETURN(b.host_out, pinned_.acquire(out_total));
+      ZF_ASSIGN_OR_RETURN(b.host_out, named(pinned_.acquire(out_total), "host-decoded chunks", b));
     }
     std::byte* cpu = b.cpu_host.data();
     std::atomic<std::uint64_t> nans{0};
@@ -830,15 +847,16 @@ Status ReadOp::enqueue(Batch& b) {
       any_staged = true;
     }
   }
-  ZF_ASSIGN_OR_RETURN(b.d_staging, device_.acquire(std::max<std::uint64_t>(staged_total, 1)));
+  ZF_ASSIGN_OR_RETURN(b.d_staging,
+                      named(device_.acquire(std::max<std::uint64_t>(staged_total, 1)), "device staging", b));
   if (out_total) {
-    ZF_ASSIGN_OR_RETURN(b.d_out, device_.acquire(out_total));
+    ZF_ASSIGN_OR_RETURN(b.d_out, named(device_.acquire(out_total), "decoded chunks", b));
   }
   if (shuffled_total) {
-    ZF_ASSIGN_OR_RETURN(b.d_shuffled, device_.acquire(shuffled_total));
+    ZF_ASSIGN_OR_RETURN(b.d_shuffled, named(device_.acquire(shuffled_total), "Blosc scratch", b));
   }
   if (any_cpu_scatter) {  // CPU-decoded blocks that are scattered go up into d_cpu first
-    ZF_ASSIGN_OR_RETURN(b.d_cpu, device_.acquire(b.cpu_host.size()));
+    ZF_ASSIGN_OR_RETURN(b.d_cpu, named(device_.acquire(b.cpu_host.size()), "host-decoded blocks", b));
   }
 
   // Job tables.
@@ -1056,13 +1074,23 @@ Status ReadOp::enqueue(Batch& b) {
   ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.t1.get(), stream));
 
   auto run_nvcomp = [&](NvcompAlgo algo, const NvcompBatch& nb, std::size_t o_src, std::size_t o_sb,
-                        std::size_t o_cap, std::size_t o_dst, std::size_t o_act, int* status,
-                        GpuBuffer& temp) -> Status {
+                        std::size_t o_cap, std::size_t o_dst, std::size_t o_act,
+                        int* status) -> Status {
     if (nb.src.empty()) return {};
     std::size_t temp_bytes = 0;
     ZF_RETURN_IF_ERROR(
         nvcomp_->temp_size(algo, nb.src.size(), nb.max_out, nb.total_out, &temp_bytes, stream));
-    ZF_ASSIGN_OR_RETURN(temp, device_.acquire(std::max<std::size_t>(temp_bytes, 1)));
+    auto& shared = nvcomp_temp_[int(algo)];
+    if (shared == nullptr || shared->capacity() < temp_bytes) {
+      ZF_ASSIGN_OR_RETURN(GpuBuffer t,
+                          named(device_.acquire(std::max<std::size_t>(temp_bytes, 1)),
+                                "nvCOMP scratch for " + std::to_string(nb.src.size()) +
+                                    " streams",
+                                b));
+      shared = std::make_shared<GpuBuffer>(std::move(t));
+    }
+    b.d_temp[int(algo)] = shared;
+    GpuBuffer& temp = *shared;
     ZF_RETURN_IF_ERROR(nvcomp_->decompress(
         algo, reinterpret_cast<const void* const*>(dt + o_src),
         reinterpret_cast<const std::size_t*>(dt + o_sb),
@@ -1074,12 +1102,12 @@ Status ReadOp::enqueue(Batch& b) {
                                                status, std::uint32_t(nb.src.size()), stream));
     return {};
   };
-  ZF_RETURN_IF_ERROR(run_nvcomp(NvcompAlgo::kZstd, zstd, o_zsrc, o_zsb, o_zcap, o_zdst, o_zact,
-                                d_status, b.d_temp_zstd));
+  ZF_RETURN_IF_ERROR(
+      run_nvcomp(NvcompAlgo::kZstd, zstd, o_zsrc, o_zsb, o_zcap, o_zdst, o_zact, d_status));
   ZF_RETURN_IF_ERROR(run_nvcomp(NvcompAlgo::kDeflate, deflate, o_dsrc, o_dsb, o_dcap, o_ddst,
-                                o_dact, d_status + nz, b.d_temp_deflate));
+                                o_dact, d_status + nz));
   ZF_RETURN_IF_ERROR(run_nvcomp(NvcompAlgo::kLz4, lz4, o_lsrc, o_lsb, o_lcap, o_ldst, o_lact,
-                                d_status + nz + nd, b.d_temp_lz4));
+                                d_status + nz + nd));
   ZF_CUDA_RETURN_IF_ERROR(launch_decode_streams(reinterpret_cast<const StreamJob*>(dt + o_streams),
                                                 std::uint32_t(ns), d_status, stream));
   ZF_CUDA_RETURN_IF_ERROR(launch_unshuffle(reinterpret_cast<const UnshuffleJob*>(dt + o_unsh),
