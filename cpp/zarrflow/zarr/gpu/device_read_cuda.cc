@@ -457,7 +457,7 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   // batch (2 GB of zstd chunks of a (640, 1280)-chunked 721x1440 store decoded to 28 GB and
   // ran the GPU out of memory). The bound is loose (2 GB; 3 GB next to nvCOMP's 2 GB, whose
   // zstd scratch is 3.05x the decoded bytes) so ordinary chunks, compressed 1.4-3x, are never
-  // split by it.
+  // split by it. Chunks from the GPU cache are not bounded (below).
   std::uint64_t batch_bytes = opt_.batch_bytes, decoded_bytes = 2 * opt_.batch_bytes;
   if (batch_bytes == 0) {
     batch_bytes = std::uint64_t{256} << 20;
@@ -485,7 +485,11 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     while (i < items_.size()) {
       Item& it = items_[i];
       const bool read = fetched_here(it);
-      const std::uint64_t out = read && it.mode != Mode::kFill ? decoded_size(it) : 0;
+      // GPU-cache hits stage nothing (their stored_size stays 0), and they are not counted as
+      // decoded either: a batch of hits decodes in one call, which on an H200 ran 68-74 GB/s
+      // of 71-channel batches against 44-51 GB/s in 3 GB pieces.
+      const std::uint64_t out =
+          read && it.mode != Mode::kFill && !it.cached ? decoded_size(it) : 0;
       if (!b.items.empty() && read &&
           (staged + it.stored_size > batch_bytes || decoded + out > decoded_bytes))
         break;
