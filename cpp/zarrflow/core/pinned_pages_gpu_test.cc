@@ -1,8 +1,8 @@
 // pin_host_pages on a real device: both ways of pinning (below and above the mapping size) give
 // memory that CUDA reports as page-locked host memory and that DMA copies go through, in both
 // directions; the pool hands out and takes back such memory.
-#include <gtest/gtest.h>
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -362,8 +362,10 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   for (std::size_t i = 0; i < tfs.size(); ++i) {
     const DataType& dt = requests[i].array->dtype();
     if (tfs[i].out != OutType::kStored && !(dt.kind == DTypeKind::kFloat && dt.size == 4))
-      return invalid_argument(requests[i].array->describe() + ": normalising and casting on "
-                              "the GPU needs float32 elements, the array has " + dt.v3_name());
+      return invalid_argument(requests[i].array->describe() +
+                              ": normalising and casting on "
+                              "the GPU needs float32 elements, the array has " +
+                              dt.v3_name());
   }
   auto nv = Nvcomp::get();
   if (nv.ok()) {
@@ -373,8 +375,7 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   }
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto& r = requests[i];
-    const ElementTransform* tf =
-        !tfs.empty() && tfs[i].out != OutType::kStored ? &tfs[i] : nullptr;
+    const ElementTransform* tf = !tfs.empty() && tfs[i].out != OutType::kStored ? &tfs[i] : nullptr;
     if (!r.region.empty()) ZF_RETURN_IF_ERROR(gather(*r.array, r.region, r.dest, tf));
   }
   mark_duplicates();
@@ -488,8 +489,7 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
       // GPU-cache hits stage nothing (their stored_size stays 0), and they are not counted as
       // decoded either: a batch of hits decodes in one call, which on an H200 ran 68-74 GB/s
       // of 71-channel batches against 44-51 GB/s in 3 GB pieces.
-      const std::uint64_t out =
-          read && it.mode != Mode::kFill && !it.cached ? decoded_size(it) : 0;
+      const std::uint64_t out = read && it.mode != Mode::kFill && !it.cached ? decoded_size(it) : 0;
       if (!b.items.empty() && read &&
           (staged + it.stored_size > batch_bytes || decoded + out > decoded_bytes))
         break;
@@ -549,9 +549,11 @@ Status ReadOp::fetch(Batch& b) {
     it.staging_offset = total;
     total += align_up(lead + it.stored_size, 4096);
   }
-  ZF_ASSIGN_OR_RETURN(b.staging, named(pinned_.acquire(std::max<std::uint64_t>(total, 1)), "pinned staging", b));
+  ZF_ASSIGN_OR_RETURN(
+      b.staging, named(pinned_.acquire(std::max<std::uint64_t>(total, 1)), "pinned staging", b));
   if (converted_total) {
-    ZF_ASSIGN_OR_RETURN(b.host_read, named(pinned_.acquire(converted_total), "host-converted blocks", b));
+    ZF_ASSIGN_OR_RETURN(b.host_read,
+                        named(pinned_.acquire(converted_total), "host-converted blocks", b));
   }
   std::atomic<std::uint64_t> converted_nans{0};
   if (direct_total) {
@@ -726,7 +728,8 @@ Status ReadOp::prepare(Batch& b) {
     ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
       const Item& it = items_[b.items[k]];
       if (it.mode != Mode::kCpu || it.reuses_block) return {};
-      ZF_RETURN_IF_ERROR(cpu_decode(it, staged, ByteSpan(cpu + it.cpu_offset, cpu_block_bytes(it))));
+      ZF_RETURN_IF_ERROR(
+          cpu_decode(it, staged, ByteSpan(cpu + it.cpu_offset, cpu_block_bytes(it))));
       if (it.host_tf)
         nans += normalize_cast(reinterpret_cast<const float*>(cpu + it.cpu_offset),
                                converted_block(b, it), cpu_block_bytes(it) / 4, *it.tf);
@@ -845,14 +848,13 @@ Status ReadOp::enqueue(Batch& b) {
   bool any_staged = false;
   for (std::size_t k = 0; k < b.items.size(); ++k) {
     const Item& it = items_[b.items[k]];
-    if (it.mode == Mode::kGpu && !it.direct && !it.cached && it.dup_of < 0 &&
-        !targets[k].copy_up) {
+    if (it.mode == Mode::kGpu && !it.direct && !it.cached && it.dup_of < 0 && !targets[k].copy_up) {
       staged_total = std::max(staged_total, it.staging_offset + it.stored_size);
       any_staged = true;
     }
   }
-  ZF_ASSIGN_OR_RETURN(b.d_staging,
-                      named(device_.acquire(std::max<std::uint64_t>(staged_total, 1)), "device staging", b));
+  ZF_ASSIGN_OR_RETURN(b.d_staging, named(device_.acquire(std::max<std::uint64_t>(staged_total, 1)),
+                                         "device staging", b));
   if (out_total) {
     ZF_ASSIGN_OR_RETURN(b.d_out, named(device_.acquire(out_total), "decoded chunks", b));
   }
@@ -860,7 +862,8 @@ Status ReadOp::enqueue(Batch& b) {
     ZF_ASSIGN_OR_RETURN(b.d_shuffled, named(device_.acquire(shuffled_total), "Blosc scratch", b));
   }
   if (any_cpu_scatter) {  // CPU-decoded blocks that are scattered go up into d_cpu first
-    ZF_ASSIGN_OR_RETURN(b.d_cpu, named(device_.acquire(b.cpu_host.size()), "host-decoded blocks", b));
+    ZF_ASSIGN_OR_RETURN(b.d_cpu,
+                        named(device_.acquire(b.cpu_host.size()), "host-decoded blocks", b));
   }
 
   // Job tables.
@@ -995,8 +998,9 @@ Status ReadOp::enqueue(Batch& b) {
     tile_starts[s + 1] = tile_starts[s] + (scatters[s].count + kScatterTile - 1) / kScatterTile;
   const std::vector<int> zero_status(nslots, 0);
   const std::vector<unsigned long long> zero_nans(1, 0);
-  const bool any_transform =
-      std::any_of(scatters.begin(), scatters.end(), [](const ScatterJob& j) { return j.out != OutType::kStored; });
+  const bool any_transform = std::any_of(scatters.begin(), scatters.end(), [](const ScatterJob& j) {
+    return j.out != OutType::kStored;
+  });
 
   TableBuilder tb;
   const std::size_t o_zsrc = tb.add(zstd.src), o_zsb = tb.add(zstd.src_bytes),
@@ -1016,7 +1020,8 @@ Status ReadOp::enqueue(Batch& b) {
   ZF_ASSIGN_OR_RETURN(b.d_tables, device_.acquire(tb.size()));
   std::byte* dt = b.d_tables.data();
   // Pinned results: the status slots, then the NaN count of the transformed elements.
-  ZF_ASSIGN_OR_RETURN(b.h_status, pinned_.acquire(nans_offset(nslots) + sizeof(unsigned long long)));
+  ZF_ASSIGN_OR_RETURN(b.h_status,
+                      pinned_.acquire(nans_offset(nslots) + sizeof(unsigned long long)));
 
   // Copies up: compressed bytes, CPU-decoded blocks, tables.
   ZF_ASSIGN_OR_RETURN(b.t0, Event::create(true));
@@ -1086,11 +1091,10 @@ Status ReadOp::enqueue(Batch& b) {
         nvcomp_->temp_size(algo, nb.src.size(), nb.max_out, nb.total_out, &temp_bytes, stream));
     auto& shared = nvcomp_temp_[int(algo)];
     if (shared == nullptr || shared->capacity() < temp_bytes) {
-      ZF_ASSIGN_OR_RETURN(GpuBuffer t,
-                          named(device_.acquire(std::max<std::size_t>(temp_bytes, 1)),
-                                "nvCOMP scratch for " + std::to_string(nb.src.size()) +
-                                    " streams",
-                                b));
+      ZF_ASSIGN_OR_RETURN(
+          GpuBuffer t,
+          named(device_.acquire(std::max<std::size_t>(temp_bytes, 1)),
+                "nvCOMP scratch for " + std::to_string(nb.src.size()) + " streams", b));
       shared = std::make_shared<GpuBuffer>(std::move(t));
     }
     b.d_temp[int(algo)] = shared;
@@ -1110,8 +1114,8 @@ Status ReadOp::enqueue(Batch& b) {
       run_nvcomp(NvcompAlgo::kZstd, zstd, o_zsrc, o_zsb, o_zcap, o_zdst, o_zact, d_status));
   ZF_RETURN_IF_ERROR(run_nvcomp(NvcompAlgo::kDeflate, deflate, o_dsrc, o_dsb, o_dcap, o_ddst,
                                 o_dact, d_status + nz));
-  ZF_RETURN_IF_ERROR(run_nvcomp(NvcompAlgo::kLz4, lz4, o_lsrc, o_lsb, o_lcap, o_ldst, o_lact,
-                                d_status + nz + nd));
+  ZF_RETURN_IF_ERROR(
+      run_nvcomp(NvcompAlgo::kLz4, lz4, o_lsrc, o_lsb, o_lcap, o_ldst, o_lact, d_status + nz + nd));
   ZF_CUDA_RETURN_IF_ERROR(launch_decode_streams(reinterpret_cast<const StreamJob*>(dt + o_streams),
                                                 std::uint32_t(ns), d_status, stream));
   ZF_CUDA_RETURN_IF_ERROR(launch_unshuffle(reinterpret_cast<const UnshuffleJob*>(dt + o_unsh),
@@ -1156,8 +1160,8 @@ Status ReadOp::upload_cpu_decoded(const Item& it, const std::byte* staged) {
       cudaMemcpyAsync(dev.data(), host.data(), bytes, cudaMemcpyHostToDevice, stream));
   ZF_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(tables.data(), &*job, sizeof(ScatterJob), cudaMemcpyHostToDevice, stream));
-  ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tables.data() + kTiles, tiles, sizeof tiles,
-                                          cudaMemcpyHostToDevice, stream));
+  ZF_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(tables.data() + kTiles, tiles, sizeof tiles, cudaMemcpyHostToDevice, stream));
   ZF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_nans, 0, 8, stream));
   ZF_CUDA_RETURN_IF_ERROR(launch_scatter(
       reinterpret_cast<const ScatterJob*>(tables.data()), 1,
