@@ -263,38 +263,43 @@ def main() -> int:
     configs = [(wb2, wb2_vars, stats_wb2, "wb2 v2 blosc-lz4, 6 ch"),
                (stack, stack_vars, stats_stack, "stacked v3 zstd, 71 ch")]
     plan = []  # (config, grid, dtype, step, workers, host decode share)
+
+    def add(cfg, grid, dtype, step, workers, share="auto"):
+        plan.append((cfg, grid, dtype, step, workers, share))
+
     for cfg in ([] if args.only_cache else configs):
         if args.shares:
             for grid in ("640x1280", "721x1440"):
                 for share in args.shares:
-                    plan.append((cfg, grid, "float32", 0.0, 2, share))
+                    add(cfg, grid, "float32", 0.0, 2, share)
             continue
         if args.seed_chunks:
             for workers in (3, 2):
-                plan.append((cfg, "640x1280", "float32", 0.0, workers))
+                add(cfg, "640x1280", "float32", 0.0, workers)
             # whole fields from the same store: four chunks each (640x1280 and the edges)
-            plan.append((cfg, "721x1440", "float32", 0.0, 2))
+            add(cfg, "721x1440", "float32", 0.0, 2)
             continue
         if args.windows:
-            plan.append((cfg, "721x1440", "float32", 0.0, 2))
+            add(cfg, "721x1440", "float32", 0.0, 2)
             for workers in (4, 3, 2):
-                plan.append((cfg, "640x1280", "float32", 0.0, workers))
+                add(cfg, "640x1280", "float32", 0.0, workers)
             continue
         if args.full:
             for grid in crops:
                 for dtype in ("float32", "bfloat16"):
                     for step in (0.0, 0.05):
                         for workers in (1, 2, 3):
-                            plan.append((cfg, grid, dtype, step, workers))
+                            add(cfg, grid, dtype, step, workers)
             continue
         # The shapes in float32 (GB/s of batches), one to three workers; bf16 and a
         # simulated training step with the default two.
         for workers in (1, 2, 3):
-            plan.append((cfg, "721x1440", "float32", 0.0, workers))
+            add(cfg, "721x1440", "float32", 0.0, workers)
         for workers in (2, 3):
-            plan.append((cfg, "640x1280", "float32", 0.0, workers))
-        plan.append((cfg, "721x1440", "bfloat16", 0.0, 2))
-        plan.append((cfg, "721x1440", "bfloat16", 0.05, 2))
+            add(cfg, "640x1280", "float32", 0.0, workers)
+        add(cfg, "721x1440", "bfloat16", 0.0, 2)
+        add(cfg, "721x1440", "bfloat16", 0.05, 2)
+
     def epochs_for(variables) -> int:
         # Short epochs (7 batches of the 6-channel store) need more of them for a steady rate.
         return args.epochs * (4 if len(variables) < 16 else 1)
@@ -302,8 +307,7 @@ def main() -> int:
     def loader_name(workers: int) -> str:
         return f"zarrflow-gpu ({workers} worker{'s' if workers > 1 else ''})"
 
-    for (store, variables, stats, label), grid, dtype, step, workers, *share in plan:
-        share = share[0] if share else "auto"
+    for (store, variables, stats, label), grid, dtype, step, workers, share in plan:
         print(f"run: {label} {grid} {dtype} step={step} workers={workers} share={share}", flush=True)
         r = run_zarrflow(store, variables, crop=crops[grid], dtype=dtype,
                          normalize=stats if dtype != "float32" else None, step_s=step,

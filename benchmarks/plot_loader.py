@@ -33,8 +33,7 @@ def main() -> int:
             key = f"{store}\n{r['grid']}{chunked}"
             label = (r["loader"].replace("zarrflow-gpu (", "").replace(")", "")
                      .replace(" + 30 GB GPU chunk cache", " + GPU cache")
-                     .replace(" + 30 GB pinned host chunk cache", " + host cache")
-                     .replace(", host share", ", host share"))
+                     .replace(" + 30 GB pinned host chunk cache", " + host cache"))
             groups.setdefault(key, {})[label] = r["batch_GBps"]
     labels = sorted({lab for g in groups.values() for lab in g},
                     key=lambda s: ("cache" in s, s))

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <tuple>
 
@@ -97,10 +97,11 @@ class DeviceReadTest : public ::testing::Test {
 
 Bytes identity(const Bytes& b) { return b; }
 
-Bytes blosc(const Bytes& b, const char* cname, int shuffle) {
+// Blocks of 16 bytes by default (many Blosc blocks per test chunk); 0 = Blosc's own choice.
+Bytes blosc(const Bytes& b, const char* cname, int shuffle, std::size_t blocksize = 16) {
   Bytes out(b.size() + BLOSC_MAX_OVERHEAD);
-  const int n =
-      blosc_compress_ctx(5, shuffle, 4, b.size(), b.data(), out.data(), out.size(), cname, 16, 1);
+  const int n = blosc_compress_ctx(5, shuffle, 4, b.size(), b.data(), out.data(), out.size(), cname,
+                                   blocksize, 1);
   out.resize(std::size_t(n));
   return out;
 }
@@ -296,11 +297,13 @@ TEST_F(DeviceReadTest, SharedRowsCopiedAtAnyAlignment) {
   for (const auto& [dtype, elem, width] :
        {std::tuple{"uint8", 1, 37}, std::tuple{"float32", 4, 9001}}) {
     auto store = std::make_shared<MemoryStore>();
-    const std::string meta = std::string(R"({"zarr_format": 3, "node_type": "array", "shape": [3, )") +
-                             std::to_string(width) + R"(], "data_type": ")" + dtype +
-                             R"(", "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, )" +
-                             std::to_string(width) + R"(]}}, "chunk_key_encoding": {"name": "default"},
-        "fill_value": 0, "codecs": )" + kBytes + "}";
+    const std::string meta =
+        std::string(R"({"zarr_format": 3, "node_type": "array", "shape": [3, )") +
+        std::to_string(width) + R"(], "data_type": ")" + dtype +
+        R"(", "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, )" +
+        std::to_string(width) + R"(]}}, "chunk_key_encoding": {"name": "default"},
+        "fill_value": 0, "codecs": )" +
+        kBytes + "}";
     ASSERT_TRUE(store->set("r/zarr.json", meta).ok());
     for (int r = 0; r < 3; ++r) {
       Bytes row(std::size_t(width) * elem);
@@ -320,7 +323,9 @@ TEST_F(DeviceReadTest, SharedRowsCopiedAtAnyAlignment) {
     std::vector<ReadRequest> host, dev;
     for (int r = 0; r < 3; ++r)
       for (std::int64_t off : {r * row_bytes, 3 * row_bytes + std::int64_t(r) * (row_bytes + 16) +
-                                                  (r == 0 ? elem : r == 1 ? 4 * elem : 16)}) {
+                                                  (r == 0   ? elem
+                                                   : r == 1 ? 4 * elem
+                                                            : 16)}) {
         const Selection sel{{r, 0}, row, {1, 1}};
         host.push_back({&arr, sel, {cpu.data() + off, row, c_strides(row, elem)}});
         dev.push_back({&arr, sel, {static_cast<std::byte*>(d) + off, row, c_strides(row, elem)}});
@@ -349,7 +354,8 @@ TEST_F(DeviceReadTest, SharedRowsCopiedAtAnyAlignment) {
 TEST_F(DeviceReadTest, NormaliseAndCastOnEveryPath) {
   const auto swap4 = [](const Bytes& b) {
     Bytes o(b);
-    for (std::size_t i = 0; i + 4 <= o.size(); i += 4) std::reverse(o.begin() + i, o.begin() + i + 4);
+    for (std::size_t i = 0; i + 4 <= o.size(); i += 4)
+      std::reverse(o.begin() + i, o.begin() + i + 4);
     return o;
   };
   const std::vector<std::tuple<std::string, std::string, std::function<Bytes(const Bytes&)>>>
@@ -385,7 +391,8 @@ TEST_F(DeviceReadTest, NormaliseAndCastOnEveryPath) {
         ASSERT_EQ(cudaMalloc(&d, offsets.back()), cudaSuccess);
         std::vector<DeviceReadRequest> reqs;
         for (std::size_t i = 0; i < regions.size(); ++i)
-          reqs.push_back({&arr, regions[i],
+          reqs.push_back({&arr,
+                          regions[i],
                           {static_cast<std::byte*>(d) + offsets[i], regions[i].count,
                            c_strides(regions[i].count, osize)}});
         DeviceReader reader;
@@ -434,8 +441,8 @@ TEST_F(DeviceReadTest, NormaliseAndCastOnEveryPath) {
                 } else {
                   std::uint16_t v;
                   std::memcpy(&v, g, 2);
-                  bad += v != (out == OutType::kBFloat16 ? float_to_bf16_bits(y)
-                                                         : float_to_f16_bits(y));
+                  bad += v !=
+                         (out == OutType::kBFloat16 ? float_to_bf16_bits(y) : float_to_f16_bits(y));
                 }
               }
         }
@@ -494,18 +501,19 @@ TEST_F(DeviceReadTest, CorruptChunkNamesTheKeyAndTheGpuStaysUsable) {
 // decodes in place) would need 16 MiB of decoded chunks on the device at once.
 TEST_F(DeviceReadTest, CompressibleChunksDoNotGatherIntoOneHugeBatch) {
   auto store = std::make_shared<MemoryStore>();
-  ASSERT_TRUE(store->set("z/zarr.json", std::string(R"({"zarr_format": 3, "node_type": "array",
+  ASSERT_TRUE(store
+                  ->set("z/zarr.json", std::string(R"({"zarr_format": 3, "node_type": "array",
       "shape": [64, 256, 256], "data_type": "float32", "chunk_grid": {"name": "regular",
       "configuration": {"chunk_shape": [1, 256, 256]}}, "chunk_key_encoding": {"name": "default"},
-      "fill_value": 0.0, "codecs": )") + kBloscLz4 + "}").ok());
+      "fill_value": 0.0, "codecs": )") + kBloscLz4 +
+                                           "}")
+                  .ok());
   for (int t = 0; t < 64; ++t) {
     std::vector<float> field(256 * 256, 0.0f);
     field[t * 97] = float(t + 1);  // one marker per chunk, so a wrong chunk shows
     Bytes raw(field.size() * 4);
     std::memcpy(raw.data(), field.data(), raw.size());
-    Bytes enc(raw.size() + BLOSC_MAX_OVERHEAD);  // Blosc's own block size, not the 16 bytes
-    enc.resize(std::size_t(blosc_compress_ctx(5, 1, 4, raw.size(), raw.data(), enc.data(),
-                                              enc.size(), "lz4", 0, 1)));
+    const Bytes enc = blosc(raw, "lz4", 1, 0);  // Blosc's own block size compresses zeros
     ASSERT_LT(enc.size(), std::size_t{4096});
     ASSERT_TRUE(store->set("z/c/" + std::to_string(t) + "/0/0", enc).ok());
   }
@@ -525,8 +533,9 @@ TEST_F(DeviceReadTest, CompressibleChunksDoNotGatherIntoOneHugeBatch) {
   opt.pool = &pool;
   opt.batch_bytes = 64 << 10;  // decoded per batch: at most 128 KiB, i.e. one chunk
   DeviceReadReport report;
-  Status s = reader.read(arr, window, {static_cast<std::byte*>(d), window.count,
-                                       c_strides(window.count, 4)}, opt, &report);
+  Status s = reader.read(arr, window,
+                         {static_cast<std::byte*>(d), window.count, c_strides(window.count, 4)},
+                         opt, &report);
   ASSERT_TRUE(s.ok()) << s.to_string();
   ASSERT_EQ(cudaMemcpy(gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   cudaFree(d);

@@ -79,15 +79,6 @@ bool same_block(const Item& a, const Item& b) {
          a.sel.count == b.sel.count && a.sel.step == b.sel.step;
 }
 
-// An allocation for batch `b`; a failure says what it was for and how big the batch was (an
-// out-of-memory error alone does not tell a user which setting to change).
-template <typename B>
-Result<GpuBuffer> named(Result<GpuBuffer> r, std::string_view what, const B& b) {
-  if (r.ok()) return r;
-  return std::move(r).take_status().annotate(std::string(what) + " for a batch of " +
-                                             std::to_string(b.items.size()) + " chunks");
-}
-
 std::uint64_t decoded_size(const Item& it) {
   return static_cast<std::uint64_t>(it.chain->array_to_bytes_spec().nbytes());
 }
@@ -203,6 +194,14 @@ struct Batch {
   std::vector<std::pair<std::size_t, std::shared_ptr<CachedChunk>>> to_cache;
   bool enqueued = false;
 };
+
+// An allocation for batch `b`; a failure says what it was for and how big the batch was (an
+// out-of-memory error alone does not tell a user which setting to change).
+Result<GpuBuffer> named(Result<GpuBuffer> r, std::string_view what, const Batch& b) {
+  if (r.ok()) return r;
+  return std::move(r).take_status().annotate(std::string(what) + " for a batch of " +
+                                             std::to_string(b.items.size()) + " chunks");
+}
 
 // Where the host put an Item::host_tf item's converted block: uncompressed chunks (still kGpu)
 // were converted while fetched, CPU-decoded blocks after decoding.
@@ -552,8 +551,8 @@ Status ReadOp::fetch(Batch& b) {
   ZF_ASSIGN_OR_RETURN(
       b.staging, named(pinned_.acquire(std::max<std::uint64_t>(total, 1)), "pinned staging", b));
   if (converted_total) {
-    ZF_ASSIGN_OR_RETURN(b.host_read,
-                        named(pinned_.acquire(converted_total), "host-converted blocks", b));
+    ZF_ASSIGN_OR_RETURN(b.host_read, named(pinned_.acquire(converted_total),
+                                           "pinned blocks converted while read", b));
   }
   std::atomic<std::uint64_t> converted_nans{0};
   if (direct_total) {
@@ -719,9 +718,11 @@ Status ReadOp::prepare(Batch& b) {
     }
   }
   if (cpu_total > 0) {
-    ZF_ASSIGN_OR_RETURN(b.cpu_host, named(pinned_.acquire(cpu_total), "host-decoded blocks", b));
+    ZF_ASSIGN_OR_RETURN(b.cpu_host,
+                        named(pinned_.acquire(cpu_total), "pinned host-decoded blocks", b));
     if (out_total > 0) {
-      ZF_ASSIGN_OR_RETURN(b.host_out, named(pinned_.acquire(out_total), "host-decoded chunks", b));
+      ZF_ASSIGN_OR_RETURN(b.host_out, named(pinned_.acquire(out_total),
+                                            "pinned host-decoded blocks, converted", b));
     }
     std::byte* cpu = b.cpu_host.data();
     std::atomic<std::uint64_t> nans{0};
@@ -862,8 +863,8 @@ Status ReadOp::enqueue(Batch& b) {
     ZF_ASSIGN_OR_RETURN(b.d_shuffled, named(device_.acquire(shuffled_total), "Blosc scratch", b));
   }
   if (any_cpu_scatter) {  // CPU-decoded blocks that are scattered go up into d_cpu first
-    ZF_ASSIGN_OR_RETURN(b.d_cpu,
-                        named(device_.acquire(b.cpu_host.size()), "host-decoded blocks", b));
+    ZF_ASSIGN_OR_RETURN(b.d_cpu, named(device_.acquire(b.cpu_host.size()),
+                                       "device copies of host-decoded blocks", b));
   }
 
   // Job tables.
@@ -1094,7 +1095,7 @@ Status ReadOp::enqueue(Batch& b) {
       ZF_ASSIGN_OR_RETURN(
           GpuBuffer t,
           named(device_.acquire(std::max<std::size_t>(temp_bytes, 1)),
-                "nvCOMP scratch for " + std::to_string(nb.src.size()) + " streams", b));
+                "nvCOMP scratch for " + std::to_string(nb.src.size()) + " compressed streams", b));
       shared = std::make_shared<GpuBuffer>(std::move(t));
     }
     b.d_temp[int(algo)] = shared;
