@@ -54,6 +54,9 @@ def test_gpu_batches_equal_cpu_batches(store, kw):
     st = gpu.stats()
     assert st["gpu_decoded"] > 0 and st["cpu_decoded"] == 0
     assert st["missing"] > 0  # the missing u@850 chunk, filled with NaN
+    # the pipeline's telemetry: at least one internal batch per loader batch, timed
+    assert st["internal_batches"] >= st["batches"] > 0
+    assert st["enqueue_ms"] > 0 and st["decode_ms"] > 0 and st["gpu_idle_ms"] >= 0
 
 
 def test_shared_chunks_are_read_once(store):

@@ -198,6 +198,12 @@ nb::dict report_dict(const gpu::DeviceReadReport& report) {
   r["h2d_ms"] = report.h2d_ms;
   r["decode_ms"] = report.decode_ms;
   r["scatter_ms"] = report.scatter_ms;
+  r["internal_batches"] = report.batches;
+  r["max_internal_batch_bytes"] = report.max_batch_decoded;
+  r["gpu_idle_ms"] = report.gpu_idle_ms;
+  r["fetch_ms"] = report.fetch_ms;
+  r["enqueue_ms"] = report.enqueue_ms;
+  r["gpu_wait_ms"] = report.wait_ms;
   r["nans"] = report.nans;
   r["host_transformed"] = report.host_transformed;
   nb::list notes;
@@ -364,7 +370,8 @@ nb::dict read_batch(const nb::list& arrays,
                     nb::handle cache, nb::handle host_cache, Executor* decode_exec,
                     double host_share,
                     std::optional<nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>>
-                        normalize) {
+                        normalize,
+                    std::uint64_t batch_bytes) {
   const auto& st = *target.state;
   const std::int64_t elem = st.dtype.size;
   std::vector<std::shared_ptr<Array>> keep;
@@ -438,6 +445,7 @@ nb::dict read_batch(const nb::list& arrays,
   if (!(host_share >= 0.0 && host_share <= 1.0))
     throw StatusError(invalid_argument("host_share must be in [0, 1]"));
   opts.host_share = host_share;
+  opts.batch_bytes = batch_bytes;  // 0: chosen per codec (gpu::DeviceReadOptions)
   std::vector<ElementTransform> transforms;
   if (normalize) {
     const OutType type = st.dtype.kind == DTypeKind::kBFloat16 ? OutType::kBFloat16
@@ -559,7 +567,7 @@ NB_MODULE(_core, m) {
   m.def("read_batch", &read_batch, "arrays"_a, "requests"_a, "target"_a, "stream"_a = nb::none(),
         "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(), "cache"_a = nb::none(),
         "host_cache"_a = nb::none(), "decode_executor"_a = nb::none(), "host_share"_a = 0.0,
-        "normalize"_a = nb::none());
+        "normalize"_a = nb::none(), "batch_bytes"_a = 0);
 #ifdef ZARRFLOW_HAVE_CUDA
   nb::class_<gpu::ChunkCache>(m, "ChunkCache",
                               "Compressed chunks kept across reads (GPU or pinned host memory)")

@@ -241,6 +241,14 @@ class Stats:
     h2d_ms: float = 0.0           # GPU reads: copy-up of staged bytes (GPU time, summed)
     decode_ms: float = 0.0        # GPU reads: decode kernels (GPU time, summed)
     scatter_ms: float = 0.0       # GPU reads: scatter into the batch (GPU time, summed)
+    # GPU reads run in internal batches (pieces bounded in bytes, double-buffered): how many,
+    # how long the GPU stream sat idle between them, and the reading threads' wall time fetching
+    # (reads, host decoding), enqueueing (tables, launches) and waiting for the GPU.
+    internal_batches: int = 0
+    gpu_idle_ms: float = 0.0
+    fetch_ms: float = 0.0
+    enqueue_ms: float = 0.0
+    gpu_wait_ms: float = 0.0
     read_s: float = 0.0           # time the workers spent reading + assembling (summed)
     wait_s: float = 0.0           # time the consumer waited for a batch
     depth_sum: int = 0            # batches ready when the consumer asked, summed over requests
@@ -622,7 +630,8 @@ class Loader:
                  "nans": int(nans)}
         for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
                     "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms", "scatter_ms",
-                    "host_transformed"):
+                    "host_transformed", "internal_batches", "gpu_idle_ms", "fetch_ms",
+                    "enqueue_ms", "gpu_wait_ms"):
             if report and key in report:
                 delta[key] = report[key]
         return {"raw": out, "times": times, "stats": delta, "origin": origins,

@@ -205,8 +205,8 @@ TEST_F(DeviceReadTest, NumcodecsLz4V2) {
   expect_same(store, "v2", Selection::full({10, 6}), GpuDecode::kOn, 0);
 }
 
-// Many requests sharing chunks (y at t is x at t+1), split into tiny batches so that shared
-// chunks fall both inside one batch (read once) and across batches (read again).
+// Many requests sharing chunks (y at t is x at t+1), also split into tiny internal batches: a
+// shared chunk is still read once, since its copies follow its first occurrence into its batch.
 TEST_F(DeviceReadTest, ReadManySharesChunksWithinAndAcrossBatches) {
   auto store = make_lz4("m");
   auto node = open_node(store, "m");
@@ -230,7 +230,8 @@ TEST_F(DeviceReadTest, ReadManySharesChunksWithinAndAcrossBatches) {
   // of a chunk that fall into a later internal batch): a chunk block two requests want alike
   // (row t+1 of request t and row t+1 of request t+1) is decoded once either way.
   for (auto [mode, share] : {std::pair{GpuDecode::kOn, 0.0}, std::pair{GpuDecode::kOff, 0.0},
-                             std::pair{GpuDecode::kAuto, 1.0}})
+                             std::pair{GpuDecode::kAuto, 1.0}}) {
+    std::int64_t shared_in_one_batch = -1;
     for (std::uint64_t batch : {std::uint64_t{0}, std::uint64_t{1500}}) {
       DeviceReader reader;
       DeviceReadOptions opt;
@@ -247,7 +248,15 @@ TEST_F(DeviceReadTest, ReadManySharesChunksWithinAndAcrossBatches) {
       EXPECT_EQ(report.cpu_decoded + report.gpu_decoded + report.deduplicated + report.missing,
                 report.chunks);
       if (host) EXPECT_EQ(report.gpu_decoded, 0);
+      if (batch == 0) {
+        EXPECT_EQ(report.batches, 1);
+        shared_in_one_batch = report.deduplicated;
+      } else {
+        EXPECT_GE(report.batches, 2) << "host " << host;
+        EXPECT_EQ(report.deduplicated, shared_in_one_batch) << "host " << host;
+      }
     }
+  }
   cudaFree(d);
 }
 
@@ -541,9 +550,61 @@ TEST_F(DeviceReadTest, CompressibleChunksDoNotGatherIntoOneHugeBatch) {
   cudaFree(d);
   EXPECT_EQ(cpu, gpu);
   EXPECT_EQ(report.gpu_decoded, 64);
+  // One internal batch per chunk, and the pipeline's timings cover them.
+  EXPECT_EQ(report.batches, 64);
+  EXPECT_GT(report.enqueue_ms, 0.0);
+  EXPECT_GT(report.decode_ms, 0.0);
+  EXPECT_GE(report.gpu_idle_ms, 0.0);
+  EXPECT_GE(report.wait_ms, 0.0);
   // Two batches in flight, each with one decoded chunk and its scratch: well under 16 MiB.
   EXPECT_LT(reader.device_pool().peak_in_use(), std::size_t{4} << 20)
       << "decoded chunks gathered into one batch";
+}
+
+// Internal batches are as few as the bounds allow and split evenly: 10 chunks under a bound of
+// 6 go as 5 + 5, not 6 + 4 (a small last batch would pay a decoder call's latency for little).
+TEST_F(DeviceReadTest, InternalBatchesAreEven) {
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(store
+                  ->set("z/zarr.json", std::string(R"({"zarr_format": 3, "node_type": "array",
+      "shape": [10, 256, 256], "data_type": "float32", "chunk_grid": {"name": "regular",
+      "configuration": {"chunk_shape": [1, 256, 256]}}, "chunk_key_encoding": {"name": "default"},
+      "fill_value": 0.0, "codecs": )") + kBloscLz4 +
+                                           "}")
+                  .ok());
+  for (int t = 0; t < 10; ++t) {
+    std::vector<float> field(256 * 256, 0.0f);
+    for (int k = 0; k < 256; ++k) field[k * 251 + t] = float(t * 1000 + k);
+    Bytes raw(field.size() * 4);
+    std::memcpy(raw.data(), field.data(), raw.size());
+    ASSERT_TRUE(store->set("z/c/" + std::to_string(t) + "/0/0", blosc(raw, "lz4", 1, 0)).ok());
+  }
+  auto node = open_node(store, "z");
+  ASSERT_TRUE(node.ok()) << node.status().to_string();
+  const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+  const Selection window{{0, 3, 0}, {10, 250, 256}, {1, 1, 1}};
+  const std::size_t bytes = 10 * 250 * 256 * 4, chunk = 256 * 256 * 4;
+  Bytes cpu(bytes), gpu(bytes);
+  ThreadPool pool(2);
+  ASSERT_TRUE(arr.read(window, {cpu.data(), window.count, c_strides(window.count, 4)},
+                       ReadOptions{&pool, nullptr})
+                  .ok());
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+  DeviceReader reader;
+  DeviceReadOptions opt;
+  opt.pool = &pool;
+  opt.batch_bytes = 3 * chunk;  // decoded bound: 6 chunks; the staged bytes are far below
+  DeviceReadReport report;
+  Status s = reader.read(arr, window,
+                         {static_cast<std::byte*>(d), window.count, c_strides(window.count, 4)},
+                         opt, &report);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_EQ(cudaMemcpy(gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d);
+  EXPECT_EQ(cpu, gpu);
+  EXPECT_EQ(report.batches, 2);
+  EXPECT_EQ(report.max_batch_decoded, 5 * chunk);
 }
 
 }  // namespace

@@ -94,9 +94,10 @@ struct DeviceReadOptions {
   cudaStream_t stream = nullptr;  // the caller's stream (null = the legacy default stream)
   ChunkCache* cache = nullptr;       // optional cache of compressed chunks in GPU memory
   ChunkCache* host_cache = nullptr;  // optional cache of compressed chunks in pinned host memory
-  // Compressed bytes staged per batch; 0 = chosen per codec (256 MB, or 2 GB for chains decoded
-  // by nvCOMP's zstd/deflate, which need hundreds of chunks per call to fill the GPU). A batch
-  // also holds at most twice that in decoded chunks (0: 2 GB, or 3 GB next to nvCOMP).
+  // Compressed bytes staged per internal batch; 0 = chosen per codec: for chains decoded by
+  // nvCOMP's zstd/deflate, whose calls have a fixed latency, 1/24 of the GPU's memory (1-8 GB)
+  // staged and as much decoded; for the others 256 MB staged and 2 GB decoded. An explicit
+  // value bounds decoded bytes at twice it. Pieces are split evenly (device_read_cuda.cc).
   std::uint64_t batch_bytes = 0;
   // Fraction (0..1) of the compressed chunks the GPU could decode that the host threads decode
   // instead (then copy up, like CPU fallbacks). For training, where the model keeps the GPU busy,
@@ -126,6 +127,12 @@ struct DeviceReadReport {
   // GPU time by stage, summed over batches (CUDA events on the stream): copies up, decoding
   // (nvCOMP and zarrflow's kernels), scatter/fill into the destination.
   double h2d_ms = 0, decode_ms = 0, scatter_ms = 0;
+  // The pipeline of internal batches: how many, how long the stream sat idle between one
+  // batch's end and the next one's start (waiting for the host), and the host's wall time in
+  // fetch (reads, validation, host decoding), enqueue (tables, launches) and waiting for the GPU.
+  std::int64_t batches = 0;
+  std::uint64_t max_batch_decoded = 0;  // decoded bytes of chunks in the largest of them
+  double gpu_idle_ms = 0, fetch_ms = 0, enqueue_ms = 0, wait_ms = 0;
   std::uint64_t nans = 0;  // NaN elements read by requests with an ElementTransform
   std::int64_t host_transformed = 0;  // blocks of those normalised and cast by the host threads
   std::vector<std::string> notes;  // why chunks fell back to the CPU (each reason once)

@@ -1,6 +1,7 @@
 // The GPU read path; see device_read.h for the stages and why they are shaped so.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -228,6 +229,11 @@ class ReadOp {
   Status prepare_item(Item& it, const std::byte* staged, const Nvcomp* nvcomp);
   Status enqueue(Batch& b);
   Status finish(Batch& b);
+  struct PieceBounds {
+    std::uint64_t staged, decoded;
+  };
+  PieceBounds piece_bounds() const;
+  static std::uint64_t counted_decoded(const Item& it);
   Status cpu_decode(const Item& it, const std::byte* staged, ByteSpan out) const;
   bool streams_to_host_tf(const Item& it) const;
   Status read_converted(Item& it, std::byte* dst, std::atomic<std::uint64_t>& nans) const;
@@ -251,7 +257,13 @@ class ReadOp {
   // decoded bytes of a call (9 GB for a 2 GB batch of zstd chunks); one per batch in flight
   // was the largest allocation a 71-channel loader made.
   std::shared_ptr<GpuBuffer> nvcomp_temp_[4];  // by NvcompAlgo
+  Event last_done_;  // the previous batch's end on the GPU, for report_.gpu_idle_ms
 };
+
+// Milliseconds since `t0` (host wall clock).
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 void ReadOp::note(const std::string& why) {
   std::lock_guard lock(mu_);
@@ -350,6 +362,24 @@ void ReadOp::mark_duplicates() {
     auto [pos, inserted] = first.emplace(key, i);
     if (!inserted && items_[pos->second].chain == it.chain) it.dup_of = std::int64_t(pos->second);
   }
+  // Each duplicate moves right behind its first occurrence (the others keep their order), so
+  // that no internal batch boundary falls between them: a duplicate in a later batch than its
+  // first occurrence is read and decoded again (x at t+1 is y at t, requested far apart).
+  std::vector<std::vector<std::size_t>> dups(items_.size());
+  for (std::size_t i = 0; i < items_.size(); ++i)
+    if (items_[i].dup_of >= 0) dups[std::size_t(items_[i].dup_of)].push_back(i);
+  std::vector<Item> grouped;
+  grouped.reserve(items_.size());
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    if (items_[i].dup_of >= 0) continue;
+    const auto at = std::int64_t(grouped.size());
+    grouped.push_back(std::move(items_[i]));
+    for (std::size_t d : dups[i]) {
+      grouped.push_back(std::move(items_[d]));
+      grouped.back().dup_of = at;
+    }
+  }
+  items_ = std::move(grouped);
 }
 
 Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
@@ -449,66 +479,128 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     }
     return {};
   }));
-  // Batches of at most batch_bytes staged bytes, double-buffered. nvCOMP's zstd and deflate
-  // decoders parallelise across chunks, so chains using them get batches of at least 2 GB
-  // (hundreds of chunks per call); for the others smaller batches overlap reading with decoding.
-  // Decoded bytes are bounded too: chunks that compress very well (edge chunks that are mostly
-  // fill value, constant fields) would otherwise gather tens of GB of decoded chunks in one
-  // batch (2 GB of zstd chunks of a (640, 1280)-chunked 721x1440 store decoded to 28 GB and
-  // ran the GPU out of memory). The bound is loose (2 GB; 3 GB next to nvCOMP's 2 GB, whose
-  // zstd scratch is 3.05x the decoded bytes) so ordinary chunks, compressed 1.4-3x, are never
-  // split by it. Chunks from the GPU cache are not bounded (below).
-  std::uint64_t batch_bytes = opt_.batch_bytes, decoded_bytes = 2 * opt_.batch_bytes;
-  if (batch_bytes == 0) {
-    batch_bytes = std::uint64_t{256} << 20;
-    decoded_bytes = std::uint64_t{2} << 30;
-    for (const auto& [chain, program] : programs_)
-      if (program.codec == GpuCodec::kZstd || program.codec == GpuCodec::kDeflate) {
-        batch_bytes = std::uint64_t{2} << 30;
-        decoded_bytes = std::uint64_t{3} << 30;
+  // The read runs in internal batches ("pieces"), double-buffered: the host fetches piece i+1
+  // while the GPU decodes piece i. Each piece holds at most `batch_bytes` staged bytes and
+  // `decoded_bytes` of decoded chunks; both bounds matter (edge chunks that are mostly fill
+  // value compress to almost nothing: 2 GB of them decoded to 28 GB).
+  const PieceBounds bounds = piece_bounds();
+  // As few pieces as the bounds allow, and of about equal size: a call to nvCOMP costs a fixed
+  // latency (one chunk's decode time), so a small last piece pays it for little work, and a
+  // large first piece leaves the GPU nothing to overlap with its reading. Pieces are counted by
+  // filling them greedily, then each one gets an equal share of what remains of the dimension
+  // (staged or decoded bytes) that needed more pieces.
+  std::uint64_t total_staged = 0, total_decoded = 0, pieces = 0;
+  {
+    std::uint64_t staged = 0, decoded = 0;
+    for (const auto& it : items_) {
+      if (it.dup_of >= 0) continue;
+      const std::uint64_t out = counted_decoded(it);
+      if (pieces == 0 || staged + it.stored_size > bounds.staged ||
+          decoded + out > bounds.decoded) {
+        ++pieces;
+        staged = decoded = 0;
       }
+      staged += it.stored_size;
+      decoded += out;
+      total_staged += it.stored_size;
+      total_decoded += out;
+    }
   }
+  const bool decoded_binds =
+      total_decoded * double(bounds.staged) >= total_staged * double(bounds.decoded);
+  const auto measure = [&](const Item& it) {
+    return decoded_binds ? counted_decoded(it) : it.stored_size;
+  };
+  std::uint64_t remaining = decoded_binds ? total_decoded : total_staged;
   std::optional<Batch> previous;
   std::size_t i = 0;
+  std::uint64_t made = 0;  // pieces so far
   report_.io = opt_.io == IoPath::kDirect ? "O_DIRECT → pinned staging → H2D copy per batch"
                                           : "pread → pinned staging → H2D copy per batch";
   while (i < items_.size()) {
     Batch b;
-    std::uint64_t staged = 0, decoded = 0;
+    std::uint64_t staged = 0, decoded = 0, filled = 0, actual = 0;
     const std::size_t batch_start = i;
+    const std::uint64_t pieces_left = made < pieces ? pieces - made : 1;
+    const std::uint64_t target = (remaining + pieces_left - 1) / pieces_left;
     // Whether an item is fetched and decoded in this batch: all but duplicates of an item of
-    // this batch. A chunk shared with an item of an earlier batch is read again: that batch's
-    // buffers are recycled by the time this one runs.
+    // this batch. Duplicates follow their first occurrence (mark_duplicates) and a batch never
+    // closes before one, so this is a guard: a chunk shared with an item of an earlier batch
+    // would be read again, since that batch's buffers are recycled by the time this one runs.
     const auto fetched_here = [&](const Item& it) {
       return it.dup_of < 0 || std::size_t(it.dup_of) < batch_start;
     };
     while (i < items_.size()) {
       Item& it = items_[i];
       const bool read = fetched_here(it);
-      // GPU-cache hits stage nothing (their stored_size stays 0), and they are not counted as
-      // decoded either: a batch of hits decodes in one call, which on an H200 ran 68-74 GB/s
-      // of 71-channel batches against 44-51 GB/s in 3 GB pieces.
-      const std::uint64_t out = read && it.mode != Mode::kFill && !it.cached ? decoded_size(it) : 0;
+      const bool original = it.dup_of < 0;  // counted in `remaining` (re-read duplicates are not)
+      const std::uint64_t out = read ? counted_decoded(it) : 0;
+      // A piece closes before an item it would read, never before a duplicate of one of its own
+      // items (that would be read again in the next piece).
       if (!b.items.empty() && read &&
-          (staged + it.stored_size > batch_bytes || decoded + out > decoded_bytes))
+          ((target > 0 && filled >= target) || staged + it.stored_size > bounds.staged ||
+           decoded + out > bounds.decoded))
         break;
       if (read) {
         it.dup_of = -1;
         staged += it.stored_size;
         decoded += out;
+        if (it.mode != Mode::kFill) actual += decoded_size(it);
       } else {
         items_[std::size_t(it.dup_of)].shared = true;
       }
       b.items.push_back(i++);
+      if (original) filled += measure(it);
     }
+    remaining -= std::min(remaining, filled);
+    ++made;
+    report_.max_batch_decoded = std::max(report_.max_batch_decoded, actual);
+    auto t = std::chrono::steady_clock::now();
     ZF_RETURN_IF_ERROR(fetch(b));
     ZF_RETURN_IF_ERROR(prepare(b));
+    report_.fetch_ms += ms_since(t);
+    t = std::chrono::steady_clock::now();
     ZF_RETURN_IF_ERROR(enqueue(b));
+    report_.enqueue_ms += ms_since(t);
+    ++report_.batches;
     if (previous) ZF_RETURN_IF_ERROR(finish(*previous));
     previous = std::move(b);
   }
   if (previous) ZF_RETURN_IF_ERROR(finish(*previous));
   return {};
+}
+
+// nvCOMP's zstd and deflate decode each chunk on one unit of the GPU, so a call costs about one
+// chunk's decode time (~35 ms for a 4 MB zstd chunk on an H200) plus its bytes at ~120 GB/s: on
+// an H200, calls of 0.7, 2.7 and 7.9 GB of 4 MB chunks took 43, 56 and 100 ms. Their pieces are
+// therefore as large as memory allows: 1/24 of the GPU's memory in decoded chunks, 1-8 GB (5.9 GB
+// on an H200, 3.3 GB on an H100), and as many staged bytes. nvCOMP's zstd scratch is 3.05x the
+// decoded bytes of a call, shared by the read's pieces; with two pieces in flight a read then
+// holds about a fifth of the GPU. zarrflow's own kernels (Blosc, LZ4, uncompressed) have no such
+// latency: small pieces (256 MB staged, 2 GB decoded) overlap reading with decoding best.
+// An explicit batch_bytes sets the staged bound, and twice it the decoded one.
+ReadOp::PieceBounds ReadOp::piece_bounds() const {
+  if (opt_.batch_bytes != 0) return {opt_.batch_bytes, 2 * opt_.batch_bytes};
+  PieceBounds b{std::uint64_t{256} << 20, std::uint64_t{2} << 30};
+  for (const auto& [chain, program] : programs_) {
+    if (program.codec != GpuCodec::kZstd && program.codec != GpuCodec::kDeflate) continue;
+    std::size_t free = 0, total = 0;
+    std::uint64_t d = std::uint64_t{3} << 30;  // if the GPU's size cannot be had
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess)
+      d = std::clamp<std::uint64_t>(total / 24, std::uint64_t{1} << 30, std::uint64_t{8} << 30);
+    else
+      cudaGetLastError();
+    return {d, d};
+  }
+  return b;
+}
+
+// The decoded bytes an item adds to its piece. Chunks from the GPU cache count half: a piece of
+// them stages nothing and has no reading to overlap, so the fixed cost of each extra call shows
+// in full (71-channel batches of hits ran at 68-76 GB/s in one call, 44-51 in 3 GB pieces).
+std::uint64_t ReadOp::counted_decoded(const Item& it) {
+  if (it.mode == Mode::kFill) return 0;
+  return it.cached ? decoded_size(it) / 2 : decoded_size(it);
 }
 
 Status ReadOp::fetch(Batch& b) {
@@ -1179,11 +1271,19 @@ Status ReadOp::upload_cpu_decoded(const Item& it, const std::byte* staged) {
 Status ReadOp::finish(Batch& b) {
   NvtxRange nvtx("zarrflow finish");
   if (!b.enqueued) return {};
+  const auto waited = std::chrono::steady_clock::now();
   ZF_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(b.done.get()));
+  report_.wait_ms += ms_since(waited);
   float ms = 0;
+  // The stream reaches t0 as soon as the previous batch is done, unless the host had not
+  // enqueued this batch yet: the difference is time the GPU waited for the host.
+  if (last_done_.get() != nullptr &&
+      cudaEventElapsedTime(&ms, last_done_.get(), b.t0.get()) == cudaSuccess)
+    report_.gpu_idle_ms += std::max(0.f, ms);
   if (cudaEventElapsedTime(&ms, b.t0.get(), b.t1.get()) == cudaSuccess) report_.h2d_ms += ms;
   if (cudaEventElapsedTime(&ms, b.t1.get(), b.t2.get()) == cudaSuccess) report_.decode_ms += ms;
   if (cudaEventElapsedTime(&ms, b.t2.get(), b.done.get()) == cudaSuccess) report_.scatter_ms += ms;
+  last_done_ = std::move(b.done);
   const int* status = reinterpret_cast<const int*>(b.h_status.data());
   unsigned long long nans = 0;
   std::memcpy(&nans, b.h_status.data() + nans_offset(b.slot_item.size()), sizeof nans);
