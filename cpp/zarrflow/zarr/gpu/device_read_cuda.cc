@@ -258,6 +258,9 @@ class ReadOp {
   // was the largest allocation a 71-channel loader made.
   std::shared_ptr<GpuBuffer> nvcomp_temp_[4];  // by NvcompAlgo
   Event last_done_;  // the previous batch's end on the GPU, for report_.gpu_idle_ms
+  // The batch whose GPU work may still run while the next one is fetched and enqueued.
+  std::optional<Batch> in_flight_;
+  Result<GpuBuffer> device_buffer(std::uint64_t size, std::string_view what, const Batch& b);
 };
 
 // Milliseconds since `t0` (host wall clock).
@@ -268,6 +271,21 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 void ReadOp::note(const std::string& why) {
   std::lock_guard lock(mu_);
   if (noted_.insert(why).second) report_.notes.push_back(why);
+}
+
+// Device memory for batch `b`. When the GPU is full and the previous batch's work is still in
+// flight (its buffers, and the other loader workers' batches, take the memory), wait for it: its
+// buffers go back to the pool, which gives its idle memory back and tries again. A failure then
+// names the buffer and the batch (named).
+Result<GpuBuffer> ReadOp::device_buffer(std::uint64_t size, std::string_view what,
+                                        const Batch& b) {
+  auto r = device_.acquire(size);
+  if (!r.ok() && in_flight_ && &*in_flight_ != &b) {
+    ZF_RETURN_IF_ERROR(finish(*in_flight_));
+    in_flight_.reset();
+    r = device_.acquire(size);
+  }
+  return named(std::move(r), what, b);
 }
 
 // Remote stores bring their own I/O pool (one thread per request in flight); local ones use ours.
@@ -512,7 +530,6 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     return decoded_binds ? counted_decoded(it) : it.stored_size;
   };
   std::uint64_t remaining = decoded_binds ? total_decoded : total_staged;
-  std::optional<Batch> previous;
   std::size_t i = 0;
   std::uint64_t made = 0;  // pieces so far
   report_.io = opt_.io == IoPath::kDirect ? "O_DIRECT → pinned staging → H2D copy per batch"
@@ -563,18 +580,19 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     ZF_RETURN_IF_ERROR(enqueue(b));
     report_.enqueue_ms += ms_since(t);
     ++report_.batches;
-    if (previous) ZF_RETURN_IF_ERROR(finish(*previous));
-    previous = std::move(b);
+    if (in_flight_) ZF_RETURN_IF_ERROR(finish(*in_flight_));
+    in_flight_ = std::move(b);
   }
-  if (previous) ZF_RETURN_IF_ERROR(finish(*previous));
+  if (in_flight_) ZF_RETURN_IF_ERROR(finish(*in_flight_));
+  in_flight_.reset();
   return {};
 }
 
 // nvCOMP's zstd and deflate decode each chunk on one unit of the GPU, so a call costs about one
 // chunk's decode time (~35 ms for a 4 MB zstd chunk on an H200) plus its bytes at ~120 GB/s: on
 // an H200, calls of 0.7, 2.7 and 7.9 GB of 4 MB chunks took 43, 56 and 100 ms. Their pieces are
-// therefore as large as memory allows: 1/24 of the GPU's memory in decoded chunks, 1-8 GB (5.9 GB
-// on an H200, 3.3 GB on an H100), and as many staged bytes. nvCOMP's zstd scratch is 3.05x the
+// therefore as large as memory allows: 1/24 of the GPU's memory in decoded chunks (5.9 GB on an
+// H200, 3.3 GB on an H100; at most 8 GB, and less when little is free), and as many staged bytes. nvCOMP's zstd scratch is 3.05x the
 // decoded bytes of a call, shared by the read's pieces; with two pieces in flight a read then
 // holds about a fifth of the GPU. zarrflow's own kernels (Blosc, LZ4, uncompressed) have no such
 // latency: small pieces (256 MB staged, 2 GB decoded) overlap reading with decoding best.
@@ -586,10 +604,16 @@ ReadOp::PieceBounds ReadOp::piece_bounds() const {
     if (program.codec != GpuCodec::kZstd && program.codec != GpuCodec::kDeflate) continue;
     std::size_t free = 0, total = 0;
     std::uint64_t d = std::uint64_t{3} << 30;  // if the GPU's size cannot be had
-    if (cudaMemGetInfo(&free, &total) == cudaSuccess)
-      d = std::clamp<std::uint64_t>(total / 24, std::uint64_t{1} << 30, std::uint64_t{8} << 30);
-    else
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess) {
+      // Less when the GPU is full (a model, other workers' batches): an eighth of what is free
+      // or idle in the pool, since a piece needs ~5.5x its decoded bytes (scratch, decoded
+      // chunks, staging) and the loader's workers read at once.
+      const std::uint64_t avail = free + device_.cached_bytes();
+      d = std::clamp<std::uint64_t>(std::min<std::uint64_t>(total / 24, avail / 8),
+                                    std::uint64_t{256} << 20, std::uint64_t{8} << 30);
+    } else {
       cudaGetLastError();
+    }
     return {d, d};
   }
   return b;
@@ -648,7 +672,7 @@ Status ReadOp::fetch(Batch& b) {
   }
   std::atomic<std::uint64_t> converted_nans{0};
   if (direct_total) {
-    ZF_ASSIGN_OR_RETURN(b.d_direct, named(device_.acquire(direct_total), "cuFile reads", b));
+    ZF_ASSIGN_OR_RETURN(b.d_direct, device_buffer(direct_total, "cuFile reads", b));
     report_.io = "cuFile " + cufile->mode() +
                  " for uncompressed chunks; pread → pinned → H2D "
                  "for the rest";
@@ -946,17 +970,16 @@ Status ReadOp::enqueue(Batch& b) {
       any_staged = true;
     }
   }
-  ZF_ASSIGN_OR_RETURN(b.d_staging, named(device_.acquire(std::max<std::uint64_t>(staged_total, 1)),
-                                         "device staging", b));
+  ZF_ASSIGN_OR_RETURN(b.d_staging, device_buffer(std::max<std::uint64_t>(staged_total, 1), "device staging", b));
   if (out_total) {
-    ZF_ASSIGN_OR_RETURN(b.d_out, named(device_.acquire(out_total), "decoded chunks", b));
+    ZF_ASSIGN_OR_RETURN(b.d_out, device_buffer(out_total, "decoded chunks", b));
   }
   if (shuffled_total) {
-    ZF_ASSIGN_OR_RETURN(b.d_shuffled, named(device_.acquire(shuffled_total), "Blosc scratch", b));
+    ZF_ASSIGN_OR_RETURN(b.d_shuffled, device_buffer(shuffled_total, "Blosc scratch", b));
   }
   if (any_cpu_scatter) {  // CPU-decoded blocks that are scattered go up into d_cpu first
-    ZF_ASSIGN_OR_RETURN(b.d_cpu, named(device_.acquire(b.cpu_host.size()),
-                                       "device copies of host-decoded blocks", b));
+    ZF_ASSIGN_OR_RETURN(b.d_cpu,
+                        device_buffer(b.cpu_host.size(), "device copies of host-decoded blocks", b));
   }
 
   // Job tables.
@@ -1110,7 +1133,7 @@ Status ReadOp::enqueue(Batch& b) {
                     o_lact = tb.reserve(nl * sizeof(std::size_t));
   ZF_ASSIGN_OR_RETURN(b.h_tables, pinned_.acquire(tb.size()));
   tb.pack(b.h_tables.data());
-  ZF_ASSIGN_OR_RETURN(b.d_tables, device_.acquire(tb.size()));
+  ZF_ASSIGN_OR_RETURN(b.d_tables, device_buffer(tb.size(), "job tables", b));
   std::byte* dt = b.d_tables.data();
   // Pinned results: the status slots, then the NaN count of the transformed elements.
   ZF_ASSIGN_OR_RETURN(b.h_status,
@@ -1184,10 +1207,12 @@ Status ReadOp::enqueue(Batch& b) {
         nvcomp_->temp_size(algo, nb.src.size(), nb.max_out, nb.total_out, &temp_bytes, stream));
     auto& shared = nvcomp_temp_[int(algo)];
     if (shared == nullptr || shared->capacity() < temp_bytes) {
+      shared.reset();  // batches still using the smaller one hold their own reference
       ZF_ASSIGN_OR_RETURN(
           GpuBuffer t,
-          named(device_.acquire(std::max<std::size_t>(temp_bytes, 1)),
-                "nvCOMP scratch for " + std::to_string(nb.src.size()) + " compressed streams", b));
+          device_buffer(std::max<std::size_t>(temp_bytes, 1),
+                        "nvCOMP scratch for " + std::to_string(nb.src.size()) + " compressed streams",
+                        b));
       shared = std::make_shared<GpuBuffer>(std::move(t));
     }
     b.d_temp[int(algo)] = shared;
