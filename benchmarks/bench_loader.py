@@ -88,15 +88,38 @@ def pool_calls() -> dict:
     return {k: v for k, v in zarrflow.memory_stats().items() if k.endswith(("_allocations", "_frees"))}
 
 
+def attempt(run, *args, **kwargs) -> dict:
+    """One run's results, or why it failed (e.g. a configuration the GPU's memory cannot hold):
+    a failed run is reported as such and the benchmark goes on."""
+    import torch
+
+    try:
+        return run(*args, **kwargs)
+    except zarrflow.errors.ZarrflowError as e:
+        print(f"run failed: {e}", file=sys.stderr, flush=True)
+        return {"error": str(e).splitlines()[0][:300]}
+    finally:
+        torch.cuda.synchronize()
+        zarrflow.release_memory()
+
+
 def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epochs: int = 4,
                  cache_gb: float = 0.0, host_cache_gb: float = 0.0, workers: int = 2,
                  share: float | str = "auto") -> dict:
-    import torch
-
     ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
                          normalize=normalize, shuffle="block", seed=0, prefetch=2,
                          workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb,
                          host_decode_share=share)
+    try:
+        return timed_epochs(ld, variables, dtype=dtype, step_s=step_s, epochs=epochs,
+                            workers=workers)
+    finally:
+        ld.close()
+
+
+def timed_epochs(ld, variables, *, dtype, step_s: float, epochs: int, workers: int) -> dict:
+    import torch
+
     # Warm-up epochs (page cache; pools grown to their working set; the host/GPU decode balance
     # settled): at least two, and until one makes no new device or pinned allocation and leaves the
     # balance where it was (at most eight).
@@ -133,7 +156,6 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
         epoch_s.append(round(time.perf_counter() - te, 4))
     wall = time.perf_counter() - t0
     st, calls = ld.stats(), pool_calls()
-    ld.close()
     return {"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
             "wait_fraction": waited / wall, "wall_s": wall, "samples": n, "workers": workers,
             "stored_GB": (st["stored_bytes"] - st0["stored_bytes"]) / 1e9,
@@ -309,9 +331,9 @@ def main() -> int:
 
     for (store, variables, stats, label), grid, dtype, step, workers, share in plan:
         print(f"run: {label} {grid} {dtype} step={step} workers={workers} share={share}", flush=True)
-        r = run_zarrflow(store, variables, crop=crops[grid], dtype=dtype,
-                         normalize=stats if dtype != "float32" else None, step_s=step,
-                         workers=workers, epochs=epochs_for(variables), share=share)
+        r = attempt(run_zarrflow, store, variables, crop=crops[grid], dtype=dtype,
+                    normalize=stats if dtype != "float32" else None, step_s=step,
+                    workers=workers, epochs=epochs_for(variables), share=share)
         name = loader_name(workers) + ("" if share == "auto" else f", host share {share}")
         r.update(store=label, grid=grid, dtype=dtype, step_s=step, loader=name)
         results["runs"].append(r)
@@ -324,8 +346,9 @@ def main() -> int:
         for tier, kw, workers in (() if args.seed_chunks or args.windows or args.shares else
                                   tiers if args.full or args.only_cache else tiers[:2]):
             print(f"run: {label} {tier} cache, {workers} workers", flush=True)
-            r = run_zarrflow(store, variables, crop=None, dtype="float32", normalize=None,
-                             step_s=0.0, epochs=epochs_for(variables), workers=workers, **kw)
+            r = attempt(run_zarrflow, store, variables, crop=None, dtype="float32",
+                        normalize=None, step_s=0.0, epochs=epochs_for(variables), workers=workers,
+                        **kw)
             r.update(store=label, grid="721x1440", dtype="float32", step_s=0.0,
                      loader=f"{loader_name(workers)} + 30 GB {tier} chunk cache")
             results["runs"].append(r)
@@ -350,6 +373,10 @@ def main() -> int:
              "stored GB/s read | time waiting for data |",
              "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for r in results["runs"]:
+        if "error" in r:
+            lines.append(f"| {r['loader']} | {r['store']} | {r['grid']} | {r['dtype']} | "
+                         f"{r['step_s'] * 1000:.0f} ms | failed: {r['error']} | | | |")
+            continue
         stored = f"{r['stored_GB'] / r['wall_s']:.2f}" if "stored_GB" in r else "—"
         lines.append(f"| {r['loader']} | {r['store']} | {r['grid']} | {r['dtype']} | "
                      f"{r['step_s'] * 1000:.0f} ms | {r['samples_per_s']:.1f} | {r['batch_GBps']:.2f} | "

@@ -26,7 +26,8 @@ def main() -> int:
         meta.append(f"{res['gpu']}, {res['cpus']} CPUs, {res['date'][:10]}")
         chunked = "\n(chunks 640x1280)" if "seedchunks" in path.name else ""
         for r in res["runs"]:
-            if r["dtype"] != "float32" or r["step_s"] or "DataLoader" in r["loader"]:
+            if r["dtype"] != "float32" or r["step_s"] or "DataLoader" in r["loader"] \
+                    or "error" in r:  # failed runs are in the table, not the plot
                 continue
             store = r["store"].split(",")[0].replace("stacked v3 zstd", "71 ch zstd") \
                 .replace("wb2 v2 blosc-lz4", "6 ch blosc-lz4")

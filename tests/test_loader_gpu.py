@@ -382,3 +382,21 @@ def test_uncompressed_planes_are_converted_as_they_are_read(tmp_path):
         st = gpu.stats()
         assert st["missing"] > 0 and st["nans"] == cpu.stats()["nans"] > 0
         assert st["host_transformed"] > 0 and st["cpu_decoded"] == 0
+
+
+def test_out_of_memory_names_the_loaders_memory(store, monkeypatch):
+    """A GPU read that runs out of memory says how much this loader keeps in flight and what
+    needs less (a real out-of-memory would take the whole GPU; the read is made to fail)."""
+    from zarrflow import loader as loader_mod
+    from zarrflow.errors import StoreIOError
+
+    def full_gpu(*args, **kwargs):
+        raise StoreIOError("nvCOMP scratch: CUDA: cudaMalloc of 8 bytes: cudaErrorMemoryAllocation "
+                           "(out of memory)")
+
+    monkeypatch.setattr(loader_mod._core, "read_batch", full_gpu)
+    ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=2, workers=3, prefetch=1)
+    with pytest.raises(StoreIOError, match=r"out of memory\n.*up to 5 are in flight \(prefetch 1 "
+                                           r"\+ 3 workers \+ the one in use\).*bfloat16"):
+        next(iter(ld))
+    ld.close()

@@ -38,7 +38,7 @@ from . import _core, _gpu
 from ._api import Array, Group, open as zf_open
 from ._balance import DecodeBalance
 from ._prefetch import Gate, OrderedPrefetch
-from .errors import ZarrflowError
+from .errors import StoreIOError, ZarrflowError
 
 
 class LoaderError(ZarrflowError, ValueError):
@@ -593,6 +593,27 @@ class Loader:
             self._streams.append(_core.Stream(self.device_id))
         return self._streams[worker].handle
 
+    def _memory_note(self, shape: list) -> str:
+        """Why a GPU loader may run out of memory, with its own figures (for the error)."""
+        batch = int(np.prod(shape)) * _numpy_dtype(self.dtype).itemsize
+        in_flight = self.prefetch + self.workers + 1
+        mem = _gpu.memory_stats()
+        gpu = ""
+        try:
+            import torch
+
+            free, total = torch.cuda.mem_get_info(self.device_id)
+            gpu = f" of the GPU's {total / 1e9:.1f} GB ({free / 1e9:.1f} GB free now)"
+        except Exception:  # noqa: BLE001 (no torch: the figures without the GPU's size)
+            pass
+        return (f"zarrflow: this loader's batches are {batch / 1e9:.2f} GB each and up to "
+                f"{in_flight} are in flight (prefetch {self.prefetch} + {self.workers} workers + "
+                f"the one in use), {in_flight * batch / 1e9:.1f} GB; zarrflow's GPU memory pool "
+                f"holds {mem.get('device_in_use', 0) / 1e9:.1f} GB in use and "
+                f"{mem.get('device_cached', 0) / 1e9:.1f} GB idle{gpu}. Fewer workers, a "
+                f"smaller prefetch, dtype='bfloat16', a smaller batch or a smaller chunk cache "
+                f"need less.")
+
     def _produce(self, samples: np.ndarray, worker: int = 0) -> dict:
         steps = self.h + self.k
         C = len(self.spec.channels)
@@ -604,13 +625,18 @@ class Loader:
         fused = self._transform and self.on_gpu
         share = self.decode_share
         t0 = time.perf_counter()
-        raw = _core.empty_tensor(shape, self.dtype if fused else "float32", dev, self.device_id)
         times, origins = self._where(samples)
         arrays, table = self._requests(times, origins, steps)
-        report = _core.read_batch(arrays, table, raw, stream, self.gpu_decode,
-                                  "auto", self._executor, self.cache, self.host_cache,
-                                  self._decode_executor, share,
-                                  self._row_norms(len(table)) if fused else None)
+        try:
+            raw = _core.empty_tensor(shape, self.dtype if fused else "float32", dev, self.device_id)
+            report = _core.read_batch(arrays, table, raw, stream, self.gpu_decode,
+                                      "auto", self._executor, self.cache, self.host_cache,
+                                      self._decode_executor, share,
+                                      self._row_norms(len(table)) if fused else None)
+        except StoreIOError as e:
+            if not self.on_gpu or "out of memory" not in str(e):
+                raise
+            raise StoreIOError(f"{e}\n{self._memory_note(shape)}") from e
         t_read = time.perf_counter()
         if report:
             _gpu.say_once(report.get("notes", []))
