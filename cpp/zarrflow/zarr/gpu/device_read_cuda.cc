@@ -1202,27 +1202,42 @@ Status ReadOp::enqueue(Batch& b) {
                         std::size_t o_cap, std::size_t o_dst, std::size_t o_act,
                         int* status) -> Status {
     if (nb.src.empty()) return {};
-    std::size_t temp_bytes = 0;
-    ZF_RETURN_IF_ERROR(
-        nvcomp_->temp_size(algo, nb.src.size(), nb.max_out, nb.total_out, &temp_bytes, stream));
+    const std::size_t n = nb.src.size();
+    // Scratch for the whole call, or, when the GPU cannot hold it even after the batch in flight
+    // has finished (device_buffer), for halves, quarters, ... decoded one after another: the
+    // scratch (3.05x the decoded bytes for zstd) is what a full GPU can least afford.
+    std::size_t per = n, temp_bytes = 0;
     auto& shared = nvcomp_temp_[int(algo)];
-    if (shared == nullptr || shared->capacity() < temp_bytes) {
+    for (;;) {
+      std::size_t largest = 0;  // decoded bytes of the largest part
+      for (std::size_t p = 0; p < n; p += per) {
+        std::size_t sum = 0;
+        for (std::size_t j = p; j < std::min(n, p + per); ++j) sum += nb.capacity[j];
+        largest = std::max(largest, sum);
+      }
+      ZF_RETURN_IF_ERROR(nvcomp_->temp_size(algo, per, nb.max_out, largest, &temp_bytes, stream));
+      if (shared != nullptr && shared->capacity() >= temp_bytes) break;
       shared.reset();  // batches still using the smaller one hold their own reference
-      ZF_ASSIGN_OR_RETURN(
-          GpuBuffer t,
-          device_buffer(std::max<std::size_t>(temp_bytes, 1),
-                        "nvCOMP scratch for " + std::to_string(nb.src.size()) + " compressed streams",
-                        b));
-      shared = std::make_shared<GpuBuffer>(std::move(t));
+      auto t = device_buffer(std::max<std::size_t>(temp_bytes, 1),
+                             "nvCOMP scratch for " + std::to_string(per) + " compressed streams",
+                             b);
+      if (t.ok()) {
+        shared = std::make_shared<GpuBuffer>(std::move(t).value());
+        break;
+      }
+      if (per == 1) return t.status();
+      per = (per + 1) / 2;
+      note("nvCOMP's scratch did not fit in the GPU's free memory: its calls were split");
     }
     b.d_temp[int(algo)] = shared;
     GpuBuffer& temp = *shared;
-    ZF_RETURN_IF_ERROR(nvcomp_->decompress(
-        algo, reinterpret_cast<const void* const*>(dt + o_src),
-        reinterpret_cast<const std::size_t*>(dt + o_sb),
-        reinterpret_cast<const std::size_t*>(dt + o_cap),
-        reinterpret_cast<std::size_t*>(dt + o_act), nb.src.size(), temp.data(), temp_bytes,
-        reinterpret_cast<void* const*>(dt + o_dst), status, stream));
+    for (std::size_t p = 0; p < n; p += per)
+      ZF_RETURN_IF_ERROR(nvcomp_->decompress(
+          algo, reinterpret_cast<const void* const*>(dt + o_src) + p,
+          reinterpret_cast<const std::size_t*>(dt + o_sb) + p,
+          reinterpret_cast<const std::size_t*>(dt + o_cap) + p,
+          reinterpret_cast<std::size_t*>(dt + o_act) + p, std::min(per, n - p), temp.data(),
+          temp_bytes, reinterpret_cast<void* const*>(dt + o_dst) + p, status + p, stream));
     ZF_CUDA_RETURN_IF_ERROR(launch_check_sizes(reinterpret_cast<const std::size_t*>(dt + o_act),
                                                reinterpret_cast<const std::size_t*>(dt + o_cap),
                                                status, std::uint32_t(nb.src.size()), stream));
