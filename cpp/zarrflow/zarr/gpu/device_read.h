@@ -91,7 +91,7 @@ struct DeviceReadOptions {
   BufferPool* buffers = nullptr;        // host scratch of CPU-fallback decodes
   GpuDecode decode = GpuDecode::kAuto;  // on: fail instead of falling back to the CPU
   IoPath io = IoPath::kAuto;
-  cudaStream_t stream = nullptr;  // the caller's stream (null = the legacy default stream)
+  cudaStream_t stream = nullptr;     // the caller's stream (null = the legacy default stream)
   ChunkCache* cache = nullptr;       // optional cache of compressed chunks in GPU memory
   ChunkCache* host_cache = nullptr;  // optional cache of compressed chunks in pinned host memory
   // Compressed bytes staged per internal batch; 0 = chosen per codec: for chains decoded by
@@ -133,9 +133,9 @@ struct DeviceReadReport {
   std::int64_t batches = 0;
   std::uint64_t max_batch_decoded = 0;  // decoded bytes of chunks in the largest of them
   double gpu_idle_ms = 0, fetch_ms = 0, enqueue_ms = 0, wait_ms = 0;
-  std::uint64_t nans = 0;  // NaN elements read by requests with an ElementTransform
+  std::uint64_t nans = 0;             // NaN elements read by requests with an ElementTransform
   std::int64_t host_transformed = 0;  // blocks of those normalised and cast by the host threads
-  std::vector<std::string> notes;  // why chunks fell back to the CPU (each reason once)
+  std::vector<std::string> notes;     // why chunks fell back to the CPU (each reason once)
 };
 
 // A region of an array into device memory (dest points into GPU memory).

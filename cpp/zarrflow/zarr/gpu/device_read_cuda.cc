@@ -277,8 +277,7 @@ void ReadOp::note(const std::string& why) {
 // flight (its buffers, and the other loader workers' batches, take the memory), wait for it: its
 // buffers go back to the pool, which gives its idle memory back and tries again. A failure then
 // names the buffer and the batch (named).
-Result<GpuBuffer> ReadOp::device_buffer(std::uint64_t size, std::string_view what,
-                                        const Batch& b) {
+Result<GpuBuffer> ReadOp::device_buffer(std::uint64_t size, std::string_view what, const Batch& b) {
   auto r = device_.acquire(size);
   if (!r.ok() && in_flight_ && &*in_flight_ != &b) {
     ZF_RETURN_IF_ERROR(finish(*in_flight_));
@@ -592,11 +591,11 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
 // chunk's decode time (~35 ms for a 4 MB zstd chunk on an H200) plus its bytes at ~120 GB/s: on
 // an H200, calls of 0.7, 2.7 and 7.9 GB of 4 MB chunks took 43, 56 and 100 ms. Their pieces are
 // therefore as large as memory allows: 1/24 of the GPU's memory in decoded chunks (5.9 GB on an
-// H200, 3.3 GB on an H100; at most 8 GB, and less when little is free), and as many staged bytes. nvCOMP's zstd scratch is 3.05x the
-// decoded bytes of a call, shared by the read's pieces; with two pieces in flight a read then
-// holds about a fifth of the GPU. zarrflow's own kernels (Blosc, LZ4, uncompressed) have no such
-// latency: small pieces (256 MB staged, 2 GB decoded) overlap reading with decoding best.
-// An explicit batch_bytes sets the staged bound, and twice it the decoded one.
+// H200, 3.3 GB on an H100; at most 8 GB, and less when little is free), and as many staged bytes.
+// nvCOMP's zstd scratch is 3.05x the decoded bytes of a call, shared by the read's pieces; with two
+// pieces in flight a read then holds about a fifth of the GPU. zarrflow's own kernels (Blosc, LZ4,
+// uncompressed) have no such latency: small pieces (256 MB staged, 2 GB decoded) overlap reading
+// with decoding best. An explicit batch_bytes sets the staged bound, and twice it the decoded one.
 ReadOp::PieceBounds ReadOp::piece_bounds() const {
   if (opt_.batch_bytes != 0) return {opt_.batch_bytes, 2 * opt_.batch_bytes};
   PieceBounds b{std::uint64_t{256} << 20, std::uint64_t{2} << 30};
@@ -970,7 +969,8 @@ Status ReadOp::enqueue(Batch& b) {
       any_staged = true;
     }
   }
-  ZF_ASSIGN_OR_RETURN(b.d_staging, device_buffer(std::max<std::uint64_t>(staged_total, 1), "device staging", b));
+  ZF_ASSIGN_OR_RETURN(b.d_staging,
+                      device_buffer(std::max<std::uint64_t>(staged_total, 1), "device staging", b));
   if (out_total) {
     ZF_ASSIGN_OR_RETURN(b.d_out, device_buffer(out_total, "decoded chunks", b));
   }
@@ -978,8 +978,8 @@ Status ReadOp::enqueue(Batch& b) {
     ZF_ASSIGN_OR_RETURN(b.d_shuffled, device_buffer(shuffled_total, "Blosc scratch", b));
   }
   if (any_cpu_scatter) {  // CPU-decoded blocks that are scattered go up into d_cpu first
-    ZF_ASSIGN_OR_RETURN(b.d_cpu,
-                        device_buffer(b.cpu_host.size(), "device copies of host-decoded blocks", b));
+    ZF_ASSIGN_OR_RETURN(
+        b.d_cpu, device_buffer(b.cpu_host.size(), "device copies of host-decoded blocks", b));
   }
 
   // Job tables.
@@ -1218,9 +1218,9 @@ Status ReadOp::enqueue(Batch& b) {
       ZF_RETURN_IF_ERROR(nvcomp_->temp_size(algo, per, nb.max_out, largest, &temp_bytes, stream));
       if (shared != nullptr && shared->capacity() >= temp_bytes) break;
       shared.reset();  // batches still using the smaller one hold their own reference
-      auto t = device_buffer(std::max<std::size_t>(temp_bytes, 1),
-                             "nvCOMP scratch for " + std::to_string(per) + " compressed streams",
-                             b);
+      auto t =
+          device_buffer(std::max<std::size_t>(temp_bytes, 1),
+                        "nvCOMP scratch for " + std::to_string(per) + " compressed streams", b);
       if (t.ok()) {
         shared = std::make_shared<GpuBuffer>(std::move(t).value());
         break;
