@@ -96,9 +96,9 @@ struct DeviceReadOptions {
   ChunkCache* host_cache = nullptr;  // optional cache of compressed chunks in pinned host memory
   // Compressed bytes staged per internal batch; 0 = chosen per codec: for chains decoded by
   // nvCOMP's zstd/deflate, whose calls have a fixed latency, 1/24 of the GPU's memory (at most
-  // 8 GB; less when the GPU is full)
-  // staged and as much decoded; for the others 256 MB staged and 2 GB decoded. An explicit
-  // value bounds decoded bytes at twice it. Pieces are split evenly (device_read_cuda.cc).
+  // 8 GB; less when the GPU is full) staged and as much decoded; for the others 256 MB staged
+  // and 2 GB decoded. An explicit value bounds decoded bytes at twice it. Pieces are split
+  // evenly (device_read_cuda.cc).
   std::uint64_t batch_bytes = 0;
   // Fraction (0..1) of the compressed chunks the GPU could decode that the host threads decode
   // instead (then copy up, like CPU fallbacks). For training, where the model keeps the GPU busy,
