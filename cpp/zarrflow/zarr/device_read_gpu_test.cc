@@ -607,5 +607,86 @@ TEST_F(DeviceReadTest, InternalBatchesAreEven) {
   EXPECT_EQ(report.max_batch_decoded, 5 * chunk);
 }
 
+// With the GPU nearly full, a read whose nvCOMP scratch does not fit decodes its call in parts
+// (halves, quarters, ...) instead of failing: the same bytes, and the report says so.
+TEST_F(DeviceReadTest, NvcompCallSplitWhenItsScratchDoesNotFit) {
+  auto nv = Nvcomp::get();
+  if (!nv.ok()) GTEST_SKIP() << "no nvCOMP: " << nv.status().to_string();
+  constexpr int kChunks = 64, kSide = 256;
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(store
+                  ->set("z/zarr.json", std::string(R"({"zarr_format": 3, "node_type": "array",
+      "shape": [64, 256, 256], "data_type": "float32", "chunk_grid": {"name": "regular",
+      "configuration": {"chunk_shape": [1, 256, 256]}}, "chunk_key_encoding": {"name": "default"},
+      "fill_value": 0.0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "zstd", "configuration": {"level": 3, "checksum": false}}]})"))
+                  .ok());
+  std::uint64_t stored = 0;
+  for (int t = 0; t < kChunks; ++t) {
+    std::vector<float> field(kSide * kSide);
+    for (int k = 0; k < kSide * kSide; ++k)
+      field[k] = std::sin(0.01f * float(k + 97 * t)) + 1e-3f * float((k * 7919 + t) % 101);
+    Bytes raw(field.size() * 4);
+    std::memcpy(raw.data(), field.data(), raw.size());
+    const Bytes enc = zstd(raw);
+    stored += enc.size();
+    ASSERT_TRUE(store->set("z/c/" + std::to_string(t) + "/0/0", enc).ok());
+  }
+  auto node = open_node(store, "z");
+  ASSERT_TRUE(node.ok()) << node.status().to_string();
+  const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+  const Selection all = Selection::full({kChunks, kSide, kSide});
+  const std::size_t bytes = std::size_t(kChunks) * kSide * kSide * 4;
+  Bytes cpu(bytes), gpu(bytes);
+  ThreadPool pool(2);
+  ASSERT_TRUE(
+      arr.read(all, {cpu.data(), all.count, c_strides(all.count, 4)}, ReadOptions{&pool, nullptr})
+          .ok());
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+  const StridedView dest{static_cast<std::byte*>(d), all.count, c_strides(all.count, 4)};
+  DeviceReadOptions opt;
+  opt.pool = &pool;
+  opt.decode = GpuDecode::kOn;
+  {  // once with room, so every kernel is loaded before the GPU is filled
+    DeviceReader warm;
+    ASSERT_TRUE(warm.read(arr, all, dest, opt).ok());
+  }
+  std::size_t full_scratch = 0;
+  ASSERT_TRUE(
+      (*nv)
+          ->temp_size(NvcompAlgo::kZstd, kChunks, kSide * kSide * 4, bytes, &full_scratch, nullptr)
+          .ok());
+  // Leave the staging (pool classes round up by at most 1/8), the tables, 3/4 of the whole
+  // call's scratch and the 64 MB the read keeps free for nvCOMP's launches: half of the
+  // scratch fits beside that room, all of it does not.
+  const std::size_t leave =
+      stored + stored / 8 + (std::size_t{8} << 20) + full_scratch * 3 / 4 + (std::size_t{64} << 20);
+  std::vector<void*> filler;
+  for (std::size_t block = std::size_t{1} << 30; block >= (std::size_t{1} << 20);) {
+    std::size_t free = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+    void* p = nullptr;
+    if (free < leave + block || cudaMalloc(&p, block) != cudaSuccess) {
+      cudaGetLastError();
+      block /= 2;
+      continue;
+    }
+    filler.push_back(p);
+  }
+  DeviceReader reader;
+  DeviceReadReport report;
+  Status s = reader.read(arr, all, dest, opt, &report);
+  for (void* p : filler) cudaFree(p);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_EQ(cudaMemcpy(gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d);
+  EXPECT_EQ(cpu, gpu);
+  EXPECT_EQ(report.gpu_decoded, kChunks);
+  EXPECT_TRUE(std::any_of(report.notes.begin(), report.notes.end(),
+                          [](const std::string& n) { return n.find("split") != n.npos; }))
+      << "the scratch of " << full_scratch << " bytes fitted after all";
+}
+
 }  // namespace
 }  // namespace zarrflow::gpu

@@ -1209,6 +1209,20 @@ Status ReadOp::enqueue(Batch& b) {
     // scratch (3.05x the decoded bytes for zstd) is what a full GPU can least afford.
     std::size_t per = n, temp_bytes = 0;
     auto& shared = nvcomp_temp_[int(algo)];
+    // nvCOMP's kernels need device memory of their own when they launch (local memory): on an
+    // H100, a launch with ~20 MB left failed with cudaErrorMemoryAllocation and one with ~26 MB
+    // ran. So the scratch must leave kLaunchRoom free, after the pool's idle buffers went back.
+    constexpr std::size_t kLaunchRoom = std::size_t{64} << 20;
+    const auto launch_room = [&] {
+      std::size_t free = 0, total = 0;
+      if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+        cudaGetLastError();
+        return true;  // cannot tell: try
+      }
+      if (free >= kLaunchRoom) return true;
+      device_.trim();
+      return cudaMemGetInfo(&free, &total) == cudaSuccess && free >= kLaunchRoom;
+    };
     for (;;) {
       std::size_t largest = 0;  // decoded bytes of the largest part
       for (std::size_t p = 0; p < n; p += per) {
@@ -1222,11 +1236,15 @@ Status ReadOp::enqueue(Batch& b) {
       auto t =
           device_buffer(std::max<std::size_t>(temp_bytes, 1),
                         "nvCOMP scratch for " + std::to_string(per) + " compressed streams", b);
-      if (t.ok()) {
+      if (t.ok() && (per == 1 || launch_room())) {
         shared = std::make_shared<GpuBuffer>(std::move(t).value());
         break;
       }
       if (per == 1) return t.status();
+      if (t.ok()) {  // it fits, but leaves the launches no room: give it back to the driver
+        { GpuBuffer drop = std::move(t).value(); }
+        device_.trim();
+      }
       per = (per + 1) / 2;
       note("nvCOMP's scratch did not fit in the GPU's free memory: its calls were split");
     }
