@@ -23,6 +23,44 @@ namespace {
 
 using Bytes = std::vector<std::byte>;
 
+// Array `path` of `store`.
+std::shared_ptr<Array> open_array(const std::shared_ptr<MemoryStore>& store,
+                                  const std::string& path) {
+  auto node = open_node(store, path);
+  EXPECT_TRUE(node.ok()) << node.status().to_string();
+  return std::get<std::shared_ptr<Array>>(*node);
+}
+
+// `sel` of `arr` read by the CPU, and by `reader` into device memory (dense, C order; the
+// GPU side starts as 0x5a bytes, so what the read leaves unwritten shows).
+// `before_gpu_read` runs just before the GPU read (and may fill the GPU).
+struct BothReads {
+  Bytes cpu, gpu;
+  Status status;  // of the GPU read
+};
+BothReads read_on_cpu_and_gpu(const Array& arr, const Selection& sel, DeviceReader& reader,
+                              const DeviceReadOptions& opt, DeviceReadReport* report,
+                              const std::function<void()>& before_gpu_read = {}) {
+  const std::size_t bytes =
+      std::accumulate(sel.count.begin(), sel.count.end(), std::size_t(arr.dtype().size),
+                      [](std::size_t a, std::int64_t b) { return a * std::size_t(b); });
+  BothReads r{Bytes(bytes), Bytes(bytes, std::byte{0x5a}), {}};
+  const Status cpu =
+      arr.read(sel, {r.cpu.data(), sel.count, c_strides(sel.count, arr.dtype().size)},
+               ReadOptions{opt.pool});
+  EXPECT_TRUE(cpu.ok()) << cpu.to_string();
+  void* d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, std::max<std::size_t>(bytes, 1)), cudaSuccess);
+  if (before_gpu_read) before_gpu_read();
+  r.status = reader.read(
+      arr, sel, {static_cast<std::byte*>(d), sel.count, c_strides(sel.count, arr.dtype().size)},
+      opt, report);
+  if (r.status.ok())
+    EXPECT_EQ(cudaMemcpy(r.gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d);
+  return r;
+}
+
 class DeviceReadTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -35,30 +73,18 @@ class DeviceReadTest : public ::testing::Test {
   void expect_same(const std::shared_ptr<MemoryStore>& store, const std::string& path,
                    const Selection& sel, GpuDecode mode = GpuDecode::kAuto,
                    std::int64_t expect_cpu_decoded = -1, double host_share = 0.0) {
-    auto node = open_node(store, path);
-    ASSERT_TRUE(node.ok()) << node.status().to_string();
-    const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
-    const std::int64_t elem = arr.dtype().size;
-    std::int64_t n = 1;
-    for (auto c : sel.count) n *= c;
-    Bytes cpu(n * elem), gpu(n * elem, std::byte{0x5a});
-    StridedView cv{cpu.data(), sel.count, c_strides(sel.count, elem)};
+    const auto owner = open_array(store, path);
+    const Array& arr = *owner;
     ThreadPool pool(2);
-    ASSERT_TRUE(arr.read(sel, cv, ReadOptions{&pool, nullptr}).ok());
-    void* d = nullptr;
-    ASSERT_EQ(cudaMalloc(&d, std::max<std::int64_t>(n * elem, 1)), cudaSuccess);
-    StridedView gv{static_cast<std::byte*>(d), sel.count, c_strides(sel.count, elem)};
     DeviceReader reader;
     DeviceReadOptions opt;
     opt.pool = &pool;
     opt.decode = mode;
     opt.host_share = host_share;
     DeviceReadReport report;
-    Status s = reader.read(arr, sel, gv, opt, &report);
-    ASSERT_TRUE(s.ok()) << s.to_string();
-    ASSERT_EQ(cudaMemcpy(gpu.data(), d, n * elem, cudaMemcpyDeviceToHost), cudaSuccess);
-    cudaFree(d);
-    EXPECT_EQ(cpu, gpu) << path;
+    const BothReads r = read_on_cpu_and_gpu(arr, sel, reader, opt, &report);
+    ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+    EXPECT_EQ(r.cpu, r.gpu) << path;
     if (expect_cpu_decoded >= 0) EXPECT_EQ(report.cpu_decoded, expect_cpu_decoded) << path;
   }
 
@@ -503,52 +529,60 @@ TEST_F(DeviceReadTest, CorruptChunkNamesTheKeyAndTheGpuStaysUsable) {
   expect_same(store, "bad", Selection{{2, 0, 0}, {3, 9, 7}, {1, 1, 1}});  // other chunks still read
 }
 
+// A [n, 256, 256] float32 array "z" with one chunk per field: field t's element k is
+// value(t, k), encoded by `encode` under the `codecs` chain.
+struct FieldStore {
+  std::shared_ptr<MemoryStore> store;
+  std::uint64_t stored = 0, largest = 0;  // encoded bytes: all chunks, the largest one
+};
+constexpr int kSide = 256;
+FieldStore field_store(int n, const std::string& codecs,
+                       const std::function<float(int, int)>& value,
+                       const std::function<Bytes(const Bytes&)>& encode) {
+  FieldStore fs{std::make_shared<MemoryStore>()};
+  const Status meta = fs.store->set(
+      "z/zarr.json", R"({"zarr_format": 3, "node_type": "array", "shape": [)" + std::to_string(n) +
+                         R"(, 256, 256], "data_type": "float32", "chunk_grid": {"name": "regular",
+      "configuration": {"chunk_shape": [1, 256, 256]}}, "chunk_key_encoding": {"name": "default"},
+      "fill_value": 0.0, "codecs": )" +
+                         codecs + "}");
+  EXPECT_TRUE(meta.ok()) << meta.to_string();
+  for (int t = 0; t < n; ++t) {
+    std::vector<float> field(kSide * kSide);
+    for (int k = 0; k < kSide * kSide; ++k) field[k] = value(t, k);
+    Bytes raw(field.size() * 4);
+    std::memcpy(raw.data(), field.data(), raw.size());
+    const Bytes enc = encode(raw);
+    fs.stored += enc.size();
+    fs.largest = std::max<std::uint64_t>(fs.largest, enc.size());
+    EXPECT_TRUE(fs.store->set("z/c/" + std::to_string(t) + "/0/0", enc).ok());
+  }
+  return fs;
+}
+
 // Chunks that compress to almost nothing (edge chunks that are mostly fill value, constant
 // fields) must not gather into one huge internal batch: the decoded bytes of a batch are bounded
 // as well as the compressed ones. 64 chunks of 256 KiB of zeros compress to ~1 KiB each; with 64
 // KiB of staging per batch they all fit one batch, and a window (not whole chunks, so nothing
 // decodes in place) would need 16 MiB of decoded chunks on the device at once.
 TEST_F(DeviceReadTest, CompressibleChunksDoNotGatherIntoOneHugeBatch) {
-  auto store = std::make_shared<MemoryStore>();
-  ASSERT_TRUE(store
-                  ->set("z/zarr.json", std::string(R"({"zarr_format": 3, "node_type": "array",
-      "shape": [64, 256, 256], "data_type": "float32", "chunk_grid": {"name": "regular",
-      "configuration": {"chunk_shape": [1, 256, 256]}}, "chunk_key_encoding": {"name": "default"},
-      "fill_value": 0.0, "codecs": )") + kBloscLz4 +
-                                           "}")
-                  .ok());
-  for (int t = 0; t < 64; ++t) {
-    std::vector<float> field(256 * 256, 0.0f);
-    field[t * 97] = float(t + 1);  // one marker per chunk, so a wrong chunk shows
-    Bytes raw(field.size() * 4);
-    std::memcpy(raw.data(), field.data(), raw.size());
-    const Bytes enc = blosc(raw, "lz4", 1, 0);  // Blosc's own block size compresses zeros
-    ASSERT_LT(enc.size(), std::size_t{4096});
-    ASSERT_TRUE(store->set("z/c/" + std::to_string(t) + "/0/0", enc).ok());
-  }
-  auto node = open_node(store, "z");
-  ASSERT_TRUE(node.ok()) << node.status().to_string();
-  const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
-  const Selection window{{0, 1, 0}, {64, 255, 256}, {1, 1, 1}};
-  const std::size_t bytes = 64 * 255 * 256 * 4;
-  Bytes cpu(bytes), gpu(bytes);
-  StridedView cv{cpu.data(), window.count, c_strides(window.count, 4)};
+  // one marker per chunk, so a wrong chunk shows; Blosc's own block size compresses zeros
+  const FieldStore fs = field_store(
+      64, kBloscLz4, [](int t, int k) { return k == t * 97 ? float(t + 1) : 0.0f; },
+      [](const Bytes& raw) { return blosc(raw, "lz4", 1, 0); });
+  ASSERT_LT(fs.largest, std::uint64_t{4096});
+  const auto owner = open_array(fs.store, "z");
+  const Array& arr = *owner;
   ThreadPool pool(2);
-  ASSERT_TRUE(arr.read(window, cv, ReadOptions{&pool, nullptr}).ok());
-  void* d = nullptr;
-  ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
   DeviceReader reader;
   DeviceReadOptions opt;
   opt.pool = &pool;
   opt.batch_bytes = 64 << 10;  // decoded per batch: at most 128 KiB, i.e. one chunk
   DeviceReadReport report;
-  Status s = reader.read(arr, window,
-                         {static_cast<std::byte*>(d), window.count, c_strides(window.count, 4)},
-                         opt, &report);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  ASSERT_EQ(cudaMemcpy(gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  cudaFree(d);
-  EXPECT_EQ(cpu, gpu);
+  const BothReads r = read_on_cpu_and_gpu(arr, Selection{{0, 1, 0}, {64, 255, 256}, {1, 1, 1}},
+                                          reader, opt, &report);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_EQ(r.cpu, r.gpu);
   EXPECT_EQ(report.gpu_decoded, 64);
   // One internal batch per chunk, and the pipeline's timings cover them.
   EXPECT_EQ(report.batches, 64);
@@ -564,45 +598,23 @@ TEST_F(DeviceReadTest, CompressibleChunksDoNotGatherIntoOneHugeBatch) {
 // Internal batches are as few as the bounds allow and split evenly: 10 chunks under a bound of
 // 6 go as 5 + 5, not 6 + 4 (a small last batch would pay a decoder call's latency for little).
 TEST_F(DeviceReadTest, InternalBatchesAreEven) {
-  auto store = std::make_shared<MemoryStore>();
-  ASSERT_TRUE(store
-                  ->set("z/zarr.json", std::string(R"({"zarr_format": 3, "node_type": "array",
-      "shape": [10, 256, 256], "data_type": "float32", "chunk_grid": {"name": "regular",
-      "configuration": {"chunk_shape": [1, 256, 256]}}, "chunk_key_encoding": {"name": "default"},
-      "fill_value": 0.0, "codecs": )") + kBloscLz4 +
-                                           "}")
-                  .ok());
-  for (int t = 0; t < 10; ++t) {
-    std::vector<float> field(256 * 256, 0.0f);
-    for (int k = 0; k < 256; ++k) field[k * 251 + t] = float(t * 1000 + k);
-    Bytes raw(field.size() * 4);
-    std::memcpy(raw.data(), field.data(), raw.size());
-    ASSERT_TRUE(store->set("z/c/" + std::to_string(t) + "/0/0", blosc(raw, "lz4", 1, 0)).ok());
-  }
-  auto node = open_node(store, "z");
-  ASSERT_TRUE(node.ok()) << node.status().to_string();
-  const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
-  const Selection window{{0, 3, 0}, {10, 250, 256}, {1, 1, 1}};
-  const std::size_t bytes = 10 * 250 * 256 * 4, chunk = 256 * 256 * 4;
-  Bytes cpu(bytes), gpu(bytes);
+  const FieldStore fs = field_store(
+      10, kBloscLz4,
+      [](int t, int k) { return k % 251 == t && k / 251 < 256 ? float(t * 1000 + k / 251) : 0.0f; },
+      [](const Bytes& raw) { return blosc(raw, "lz4", 1, 0); });
+  const auto owner = open_array(fs.store, "z");
+  const Array& arr = *owner;
+  const std::uint64_t chunk = kSide * kSide * 4;
   ThreadPool pool(2);
-  ASSERT_TRUE(arr.read(window, {cpu.data(), window.count, c_strides(window.count, 4)},
-                       ReadOptions{&pool, nullptr})
-                  .ok());
-  void* d = nullptr;
-  ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
   DeviceReader reader;
   DeviceReadOptions opt;
   opt.pool = &pool;
   opt.batch_bytes = 3 * chunk;  // decoded bound: 6 chunks; the staged bytes are far below
   DeviceReadReport report;
-  Status s = reader.read(arr, window,
-                         {static_cast<std::byte*>(d), window.count, c_strides(window.count, 4)},
-                         opt, &report);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  ASSERT_EQ(cudaMemcpy(gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  cudaFree(d);
-  EXPECT_EQ(cpu, gpu);
+  const BothReads r = read_on_cpu_and_gpu(arr, Selection{{0, 3, 0}, {10, 250, 256}, {1, 1, 1}},
+                                          reader, opt, &report);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_EQ(r.cpu, r.gpu);
   EXPECT_EQ(report.batches, 2);
   EXPECT_EQ(report.max_batch_decoded, 5 * chunk);
 }
@@ -612,76 +624,55 @@ TEST_F(DeviceReadTest, InternalBatchesAreEven) {
 TEST_F(DeviceReadTest, NvcompCallSplitWhenItsScratchDoesNotFit) {
   auto nv = Nvcomp::get();
   if (!nv.ok()) GTEST_SKIP() << "no nvCOMP: " << nv.status().to_string();
-  constexpr int kChunks = 64, kSide = 256;
-  auto store = std::make_shared<MemoryStore>();
-  ASSERT_TRUE(store
-                  ->set("z/zarr.json", std::string(R"({"zarr_format": 3, "node_type": "array",
-      "shape": [64, 256, 256], "data_type": "float32", "chunk_grid": {"name": "regular",
-      "configuration": {"chunk_shape": [1, 256, 256]}}, "chunk_key_encoding": {"name": "default"},
-      "fill_value": 0.0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-      {"name": "zstd", "configuration": {"level": 3, "checksum": false}}]})"))
-                  .ok());
-  std::uint64_t stored = 0;
-  for (int t = 0; t < kChunks; ++t) {
-    std::vector<float> field(kSide * kSide);
-    for (int k = 0; k < kSide * kSide; ++k)
-      field[k] = std::sin(0.01f * float(k + 97 * t)) + 1e-3f * float((k * 7919 + t) % 101);
-    Bytes raw(field.size() * 4);
-    std::memcpy(raw.data(), field.data(), raw.size());
-    const Bytes enc = zstd(raw);
-    stored += enc.size();
-    ASSERT_TRUE(store->set("z/c/" + std::to_string(t) + "/0/0", enc).ok());
-  }
-  auto node = open_node(store, "z");
-  ASSERT_TRUE(node.ok()) << node.status().to_string();
-  const auto& arr = *std::get<std::shared_ptr<Array>>(*node);
+  constexpr int kChunks = 64;
+  const FieldStore fs = field_store(
+      kChunks, R"([{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
+      [](int t, int k) {
+        return std::sin(0.01f * float(k + 97 * t)) + 1e-3f * float((k * 7919 + t) % 101);
+      },
+      zstd);
+  const auto owner = open_array(fs.store, "z");
+  const Array& arr = *owner;
   const Selection all = Selection::full({kChunks, kSide, kSide});
-  const std::size_t bytes = std::size_t(kChunks) * kSide * kSide * 4;
-  Bytes cpu(bytes), gpu(bytes);
   ThreadPool pool(2);
-  ASSERT_TRUE(
-      arr.read(all, {cpu.data(), all.count, c_strides(all.count, 4)}, ReadOptions{&pool, nullptr})
-          .ok());
-  void* d = nullptr;
-  ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
-  const StridedView dest{static_cast<std::byte*>(d), all.count, c_strides(all.count, 4)};
   DeviceReadOptions opt;
   opt.pool = &pool;
   opt.decode = GpuDecode::kOn;
   {  // once with room, so every kernel is loaded before the GPU is filled
     DeviceReader warm;
-    ASSERT_TRUE(warm.read(arr, all, dest, opt).ok());
+    ASSERT_TRUE(read_on_cpu_and_gpu(arr, all, warm, opt, nullptr).status.ok());
   }
   std::size_t full_scratch = 0;
-  ASSERT_TRUE(
-      (*nv)
-          ->temp_size(NvcompAlgo::kZstd, kChunks, kSide * kSide * 4, bytes, &full_scratch, nullptr)
-          .ok());
+  ASSERT_TRUE((*nv)
+                  ->temp_size(NvcompAlgo::kZstd, kChunks, kSide * kSide * 4,
+                              std::size_t(kChunks) * kSide * kSide * 4, &full_scratch, nullptr)
+                  .ok());
   // Leave the staging (pool classes round up by at most 1/8), the tables, 3/4 of the whole
-  // call's scratch and the 64 MB the read keeps free for nvCOMP's launches: half of the
-  // scratch fits beside that room, all of it does not.
+  // call's scratch and the room the read keeps free for nvCOMP's launches: half of the scratch
+  // fits beside that room, all of it does not.
   const std::size_t leave =
-      stored + stored / 8 + (std::size_t{8} << 20) + full_scratch * 3 / 4 + (std::size_t{64} << 20);
+      fs.stored + fs.stored / 8 + (std::size_t{8} << 20) + full_scratch * 3 / 4 + kNvcompLaunchRoom;
   std::vector<void*> filler;
-  for (std::size_t block = std::size_t{1} << 30; block >= (std::size_t{1} << 20);) {
-    std::size_t free = 0, total = 0;
-    ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
-    void* p = nullptr;
-    if (free < leave + block || cudaMalloc(&p, block) != cudaSuccess) {
-      cudaGetLastError();
-      block /= 2;
-      continue;
+  const auto fill_gpu = [&] {
+    for (std::size_t block = std::size_t{1} << 30; block >= (std::size_t{1} << 20);) {
+      std::size_t free = 0, total = 0;
+      void* p = nullptr;
+      if (cudaMemGetInfo(&free, &total) != cudaSuccess || free < leave + block ||
+          cudaMalloc(&p, block) != cudaSuccess) {
+        cudaGetLastError();
+        block /= 2;
+        continue;
+      }
+      filler.push_back(p);
     }
-    filler.push_back(p);
-  }
+  };
   DeviceReader reader;
   DeviceReadReport report;
-  Status s = reader.read(arr, all, dest, opt, &report);
+  const BothReads r = read_on_cpu_and_gpu(arr, all, reader, opt, &report, fill_gpu);
   for (void* p : filler) cudaFree(p);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  ASSERT_EQ(cudaMemcpy(gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  cudaFree(d);
-  EXPECT_EQ(cpu, gpu);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_EQ(r.cpu, r.gpu);
   EXPECT_EQ(report.gpu_decoded, kChunks);
   EXPECT_TRUE(std::any_of(report.notes.begin(), report.notes.end(),
                           [](const std::string& n) { return n.find("split") != n.npos; }))

@@ -113,6 +113,10 @@ struct DeviceReadOptions {
   std::span<const ElementTransform> transforms;
 };
 
+// Device memory a read leaves free beside nvCOMP's scratch, for the local memory its kernels
+// need when they launch (device_read_cuda.cc); with less, the call is decoded in parts.
+inline constexpr std::size_t kNvcompLaunchRoom = std::size_t{64} << 20;
+
 struct DeviceReadReport {
   std::int64_t chunks = 0;   // leaf chunks (inner chunks of shards count one each)
   std::int64_t missing = 0;  // filled with the fill value

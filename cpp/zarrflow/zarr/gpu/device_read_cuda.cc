@@ -279,7 +279,7 @@ void ReadOp::note(const std::string& why) {
 // names the buffer and the batch (named).
 Result<GpuBuffer> ReadOp::device_buffer(std::uint64_t size, std::string_view what, const Batch& b) {
   auto r = device_.acquire(size);
-  if (!r.ok() && in_flight_ && &*in_flight_ != &b) {
+  if (!r.ok() && in_flight_) {
     ZF_RETURN_IF_ERROR(finish(*in_flight_));
     in_flight_.reset();
     r = device_.acquire(size);
@@ -440,8 +440,7 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   // evenly (an accumulator, so the split does not depend on chunk sizes or order of completion).
   // Uncompressed chunks stay: read whole (and converted while read, where they can be), they
   // have no decoding to move, and the host path for decoded blocks would copy them once more.
-  // A duplicate goes where its first occurrence went: it may land in a later internal batch,
-  // where it is read and decoded on its own, and must not bring the GPU decoders back.
+  // A duplicate goes where its first occurrence went: it takes that one's decoded block.
   if (opt_.host_share > 0) {
     double acc = 0;
     for (auto& it : items_) {
@@ -506,28 +505,27 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   // large first piece leaves the GPU nothing to overlap with its reading. Pieces are counted by
   // filling them greedily, then each one gets an equal share of what remains of the dimension
   // (staged or decoded bytes) that needed more pieces.
+  const auto exceeds = [&](std::uint64_t staged, std::uint64_t decoded, const Item& it) {
+    return staged + it.stored_size > bounds.staged ||
+           decoded + counted_decoded(it) > bounds.decoded;
+  };
   std::uint64_t total_staged = 0, total_decoded = 0, pieces = 0;
   {
     std::uint64_t staged = 0, decoded = 0;
     for (const auto& it : items_) {
       if (it.dup_of >= 0) continue;
-      const std::uint64_t out = counted_decoded(it);
-      if (pieces == 0 || staged + it.stored_size > bounds.staged ||
-          decoded + out > bounds.decoded) {
+      if (pieces == 0 || exceeds(staged, decoded, it)) {
         ++pieces;
         staged = decoded = 0;
       }
       staged += it.stored_size;
-      decoded += out;
+      decoded += counted_decoded(it);
       total_staged += it.stored_size;
-      total_decoded += out;
+      total_decoded += counted_decoded(it);
     }
   }
   const bool decoded_binds =
       total_decoded * double(bounds.staged) >= total_staged * double(bounds.decoded);
-  const auto measure = [&](const Item& it) {
-    return decoded_binds ? counted_decoded(it) : it.stored_size;
-  };
   std::uint64_t remaining = decoded_binds ? total_decoded : total_staged;
   std::size_t i = 0;
   std::uint64_t made = 0;  // pieces so far
@@ -535,40 +533,28 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
                                           : "pread → pinned staging → H2D copy per batch";
   while (i < items_.size()) {
     Batch b;
-    std::uint64_t staged = 0, decoded = 0, filled = 0, actual = 0;
-    const std::size_t batch_start = i;
+    std::uint64_t staged = 0, decoded = 0, actual = 0;
     const std::uint64_t pieces_left = made < pieces ? pieces - made : 1;
     const std::uint64_t target = (remaining + pieces_left - 1) / pieces_left;
-    // Whether an item is fetched and decoded in this batch: all but duplicates of an item of
-    // this batch. Duplicates follow their first occurrence (mark_duplicates) and a batch never
-    // closes before one, so this is a guard: a chunk shared with an item of an earlier batch
-    // would be read again, since that batch's buffers are recycled by the time this one runs.
-    const auto fetched_here = [&](const Item& it) {
-      return it.dup_of < 0 || std::size_t(it.dup_of) < batch_start;
-    };
+    const auto filled = [&] { return decoded_binds ? decoded : staged; };
     while (i < items_.size()) {
       Item& it = items_[i];
-      const bool read = fetched_here(it);
-      const bool original = it.dup_of < 0;  // counted in `remaining` (re-read duplicates are not)
-      const std::uint64_t out = read ? counted_decoded(it) : 0;
-      // A piece closes before an item it would read, never before a duplicate of one of its own
-      // items (that would be read again in the next piece).
-      if (!b.items.empty() && read &&
-          ((target > 0 && filled >= target) || staged + it.stored_size > bounds.staged ||
-           decoded + out > bounds.decoded))
-        break;
-      if (read) {
-        it.dup_of = -1;
-        staged += it.stored_size;
-        decoded += out;
-        if (it.mode != Mode::kFill) actual += decoded_size(it);
-      } else {
+      // Duplicates follow their first occurrence (mark_duplicates) and a piece closes only
+      // before an item it reads, so a duplicate always lands in its first occurrence's piece
+      // and scatters from its decoded copy.
+      if (it.dup_of >= 0) {
         items_[std::size_t(it.dup_of)].shared = true;
+        b.items.push_back(i++);
+        continue;
       }
+      if (!b.items.empty() && ((target > 0 && filled() >= target) || exceeds(staged, decoded, it)))
+        break;
+      staged += it.stored_size;
+      decoded += counted_decoded(it);
+      if (it.mode != Mode::kFill) actual += decoded_size(it);
       b.items.push_back(i++);
-      if (original) filled += measure(it);
     }
-    remaining -= std::min(remaining, filled);
+    remaining -= std::min(remaining, filled());
     ++made;
     report_.max_batch_decoded = std::max(report_.max_batch_decoded, actual);
     auto t = std::chrono::steady_clock::now();
@@ -1211,25 +1197,21 @@ Status ReadOp::enqueue(Batch& b) {
     auto& shared = nvcomp_temp_[int(algo)];
     // nvCOMP's kernels need device memory of their own when they launch (local memory): on an
     // H100, a launch with ~20 MB left failed with cudaErrorMemoryAllocation and one with ~26 MB
-    // ran. So the scratch must leave kLaunchRoom free, after the pool's idle buffers went back.
-    constexpr std::size_t kLaunchRoom = std::size_t{64} << 20;
+    // ran. So the scratch must leave kNvcompLaunchRoom free, after the pool's idle buffers went
+    // back.
     const auto launch_room = [&] {
       std::size_t free = 0, total = 0;
       if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
         cudaGetLastError();
         return true;  // cannot tell: try
       }
-      if (free >= kLaunchRoom) return true;
+      if (free >= kNvcompLaunchRoom) return true;
       device_.trim();
-      return cudaMemGetInfo(&free, &total) == cudaSuccess && free >= kLaunchRoom;
+      return cudaMemGetInfo(&free, &total) == cudaSuccess && free >= kNvcompLaunchRoom;
     };
     for (;;) {
-      std::size_t largest = 0;  // decoded bytes of the largest part
-      for (std::size_t p = 0; p < n; p += per) {
-        std::size_t sum = 0;
-        for (std::size_t j = p; j < std::min(n, p + per); ++j) sum += nb.capacity[j];
-        largest = std::max(largest, sum);
-      }
+      // decoded bytes of the largest part: at most `per` of the largest chunks
+      const std::size_t largest = std::min(nb.total_out, per * nb.max_out);
       ZF_RETURN_IF_ERROR(nvcomp_->temp_size(algo, per, nb.max_out, largest, &temp_bytes, stream));
       if (shared != nullptr && shared->capacity() >= temp_bytes) break;
       shared.reset();  // batches still using the smaller one hold their own reference
