@@ -104,14 +104,27 @@ if want train; then
   # DDP through torchrun. Sets STORE and CHARG (used by the loader-only run below).
   train_line() {
     local CH=$1 LAYOUT=$2 NGPU=$3 NT=$4 CODEC=$5 TAG=$6; shift 6
-    local CARG="" LAUNCH="python3" t0
+    local CARG="" LAUNCH="python3" ROWS="" t0
     [ "$CODEC" != - ] && CARG="--codec $CODEC"
+    # LAYOUT+rowsN: the store rechunked (zarrflow rechunk) into one shard per 721x1440 field with
+    # inner chunks of N rows, i.e. zstd frames of N rows.
+    if [[ "$LAYOUT" == *+rows* ]]; then ROWS=${LAYOUT#*+rows}; LAYOUT=${LAYOUT%%+rows*}; fi
     STORE=/tmp/zf_train_${CH}_${LAYOUT}_${NT}_${CODEC//[:]/-}.zarr
     if [ ! -d "$STORE" ]; then
       t0=$(date +%s)
       python3 -m zarrflow synth "$STORE" --layout "$LAYOUT" --channels "$CH" --ntime "$NT" $CARG \
         --quiet </dev/null 2>&1 | tail -2 | tee -a "$OUT/train.log"
       echo "synth $STORE: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/train.log"
+    fi
+    if [ -n "$ROWS" ]; then
+      local BANDS=${STORE%.zarr}_rows$ROWS.zarr
+      if [ ! -d "$BANDS" ]; then
+        t0=$(date +%s)
+        python3 -m zarrflow rechunk "$STORE" "$BANDS" --chunks "latitude=$ROWS" \
+          --shards latitude=721 --codec "$([ "$CODEC" = - ] && echo zstd:3 || echo "$CODEC")" --quiet </dev/null 2>&1 | tail -2 | tee -a "$OUT/train.log"
+        echo "rechunk $BANDS: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/train.log"
+      fi
+      STORE=$BANDS
     fi
     CHARG=$CH; [ "$LAYOUT" = stacked ] && CHARG=stacked$CH
     [ "$NGPU" -gt 1 ] && LAUNCH="torchrun --standalone --nproc-per-node $NGPU"

@@ -43,6 +43,8 @@ TEST_P(PinnedPagesTest, PageLockedAndCopiesBothWays) {
   ASSERT_EQ(cudaMemsetAsync(static_cast<std::byte*>(d) + bytes / 2, 7, 1, s), cudaSuccess);
   std::vector<std::byte> want(*p, *p + bytes);
   want[bytes / 2] = std::byte{7};
+  // The upload reads the pinned pages asynchronously: clear them only once it has finished.
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   std::memset(*p, 0, bytes);
   ASSERT_EQ(cudaMemcpyAsync(*p, d, bytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);

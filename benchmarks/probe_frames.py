@@ -1,0 +1,144 @@
+"""Probe: does the size of a zstd frame set the speed of GPU decoding?
+
+nvCOMP's zstd decodes one frame on one unit of the GPU. The seed's stacked store has one frame per
+721x1440 float32 field (4.15 MB decoded), and a call of nvCOMP lasts at least one such frame's
+decode (~35 ms on an H200, seventh session). This probe rechunks the bench_loader 71-channel store
+into shards of the same fields whose inner chunks are bands of `--rows` rows (7 frames of 593 KB
+at 103 rows), with `zarrflow rechunk` (the seed's step 1), and reads both stores with the same
+loader settings:
+
+  whole     721x1440 samples, 2 workers (the default)
+  window    640x1280 crops of the fields, 2 workers
+  cache     the GPU chunk cache (30 GB), 1 and 2 workers
+  one       1 worker
+
+It reports GB/s of batches, GB/s of GPU decoding per GPU-second (the read reports' decode_ms) and
+the compression ratio of each store (smaller frames find fewer matches).
+
+Usage (GPU host): python3 benchmarks/probe_frames.py --data /tmp/zarrflow_bench --out $OUT
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import zarrflow  # noqa: E402
+from zarrflow import rechunk as _rechunk  # noqa: E402
+
+from bench_loader import NLAT, NLON, field_pool, write_stack  # noqa: E402
+
+KEYS = ("decode_ms", "internal_batches", "gpu_decoded", "cache_hits", "stored_bytes",
+        "batch_bytes", "samples", "chunks")
+RUNS = {  # name: (workers, crop, GPU cache GB)
+    "whole": (2, None, 0.0),
+    "window": (2, {"latitude": (0, 640), "longitude": (0, 1280)}, 0.0),
+    "one": (1, None, 0.0),
+    "cache1": (1, None, 30.0),
+    "cache2": (2, None, 30.0),
+}
+
+
+def store_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def run(store: Path, name: str, *, epochs: int) -> dict:
+    import torch
+
+    workers, crop, cache_gb = RUNS[name]
+    ld = zarrflow.Loader(str(store), [f"data@c{i}" for i in range(71)], batch_size=16,
+                         device="cuda", dtype="float32", shuffle="block", seed=0, prefetch=2,
+                         crop=crop, workers=workers, cache_gb=cache_gb, host_decode_share=0.0)
+    try:
+        for e in range(2):  # page cache, pools, GPU cache filled
+            ld.set_epoch(100 + e)
+            for _ in ld:
+                pass
+        s0 = ld.stats()
+        t0 = time.perf_counter()
+        for e in range(epochs):
+            ld.set_epoch(e + 1)
+            for _ in ld:
+                torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+        s1 = ld.stats()
+    finally:
+        ld.close()
+    d = {k: s1[k] - s0[k] for k in KEYS}
+    batches = max(1, d["samples"] // 16)
+    d.update(run=name, workers=workers, cache_gb=cache_gb, wall_s=wall,
+             batch_GBps=d["batch_bytes"] / 1e9 / wall,
+             decode_ms_per_batch=d["decode_ms"] / batches,
+             pieces_per_batch=d["internal_batches"] / batches,
+             chunks_per_batch=d["chunks"] / batches)
+    return d
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="bench_data")
+    ap.add_argument("--out", default="bench_results")
+    ap.add_argument("--ntime", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--rows", type=int, default=103, help="rows of an inner chunk (divides 721)")
+    ap.add_argument("--runs", default=",".join(RUNS))
+    args = ap.parse_args()
+    import torch
+
+    if NLAT % args.rows:
+        ap.error(f"--rows must divide {NLAT}")
+    data = Path(args.data)
+    whole = data / f"stack71_{args.ntime}.zarr"
+    if not (whole / ".complete").exists():
+        t0 = time.perf_counter()
+        write_stack(whole, args.ntime, field_pool())
+        os.sync()
+        (whole / ".complete").touch()
+        print(f"wrote {whole.name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    bands = data / f"stack71_{args.ntime}_rows{args.rows}.zarr"
+    rechunk_s = None
+    if not (bands / ".complete").exists():
+        t0 = time.perf_counter()
+        opts = _rechunk.Options(chunks={"latitude": args.rows}, shards={"latitude": NLAT},
+                                codec="zstd:3", memory=8 << 30)
+        _rechunk.rechunk(whole, bands, opts, overwrite=True, progress=False)
+        os.sync()
+        rechunk_s = time.perf_counter() - t0
+        (bands / ".complete").touch()
+        print(f"rechunked into {bands.name} in {rechunk_s:.0f} s", file=sys.stderr, flush=True)
+    decoded = args.ntime * 71 * NLAT * NLON * 4
+    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "gpu": torch.cuda.get_device_name(), "cpus": len(os.sched_getaffinity(0)),
+               "rows": args.rows, "rechunk_s": rechunk_s, "stores": {}, "runs": []}
+    for label, path in (("whole-field frames", whole), (f"{args.rows}-row frames", bands)):
+        stored = store_bytes(path)
+        results["stores"][label] = {"path": str(path), "stored_GB": stored / 1e9,
+                                    "ratio": decoded / stored}
+        print(f"{label}: {stored / 1e9:.2f} GB stored, ratio {decoded / stored:.3f}", flush=True)
+        for name in args.runs.split(","):
+            try:
+                r = run(path, name, epochs=args.epochs)
+            except zarrflow.errors.ZarrflowError as e:  # out of memory is a result too
+                r = {"run": name, "error": str(e).splitlines()[0][:300]}
+            r["store"] = label
+            results["runs"].append(r)
+            print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}),
+                  flush=True)
+            torch.cuda.empty_cache()
+            zarrflow.release_memory()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = f"probe_frames_{torch.cuda.get_device_name().split()[-1].lower()}.json"
+    (out / name).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
