@@ -89,8 +89,20 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--rows", type=int, default=103, help="rows of an inner chunk (divides 721)")
     ap.add_argument("--runs", default=",".join(RUNS))
+    ap.add_argument("--stores", default="whole,rows", help="whole, rows or both")
+    ap.add_argument("--dump-after", type=float, default=0,
+                    help="print every thread's stack after this many seconds (hang hunting)")
+    ap.add_argument("--gpu-memory-limit", default="0.9",
+                    help="zarrflow's GPU memory limit (no model beside these loops)")
     args = ap.parse_args()
+    if args.dump_after:
+        import faulthandler
+
+        faulthandler.dump_traceback_later(args.dump_after, repeat=True)
+    t_start = time.perf_counter()
     import torch
+
+    zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
 
     if NLAT % args.rows:
         ap.error(f"--rows must divide {NLAT}")
@@ -117,7 +129,8 @@ def main() -> int:
     results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "gpu": torch.cuda.get_device_name(), "cpus": len(os.sched_getaffinity(0)),
                "rows": args.rows, "rechunk_s": rechunk_s, "stores": {}, "runs": []}
-    for label, path in (("whole-field frames", whole), (f"{args.rows}-row frames", bands)):
+    stores = {"whole": ("whole-field frames", whole), "rows": (f"{args.rows}-row frames", bands)}
+    for label, path in (stores[k] for k in args.stores.split(",")):
         stored = store_bytes(path)
         results["stores"][label] = {"path": str(path), "stored_GB": stored / 1e9,
                                     "ratio": decoded / stored}
@@ -128,6 +141,7 @@ def main() -> int:
             except zarrflow.errors.ZarrflowError as e:  # out of memory is a result too
                 r = {"run": name, "error": str(e).splitlines()[0][:300]}
             r["store"] = label
+            r["t_end_s"] = time.perf_counter() - t_start
             results["runs"].append(r)
             print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}),
                   flush=True)

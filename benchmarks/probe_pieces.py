@@ -81,8 +81,12 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="two workers only: default vs 2 GB pieces")
     ap.add_argument("--cache", action="store_true", help="only GPU-cache runs, three piece sizes")
+    ap.add_argument("--gpu-memory-limit", default="0.9",
+                    help="zarrflow's GPU memory limit (no model beside these loops)")
     args = ap.parse_args()
     import torch
+
+    zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
 
     store = Path(args.data) / f"stack71_{args.ntime}.zarr"
     if not (store / ".complete").exists():

@@ -223,8 +223,11 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
                       host_decode_share=float(share) if share else "auto", cache_gb=args.cache_gb)
         train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
                                 time_range=(tr.start, tr.stop), batch_size=args.batch_size, **common)
+        # Validation is a few batches per epoch: one worker and one batch ahead leave the GPU
+        # memory (zarrflow.set_gpu_memory_limit) to the training loader's reads.
         val = zarrflow.Loader(args.store, args.channels, shuffle=False,
-                              time_range=(va.start, va.stop), batch_size=val_bs, **common)
+                              time_range=(va.start, va.stop), batch_size=val_bs,
+                              **(common | {"prefetch": 1, "workers": 1}))
 
         def wrap(loader, epoch):
             loader.set_epoch(epoch)

@@ -251,6 +251,13 @@ def test_batch_memory_is_not_reused_before_the_consumer_stream_is_done(store):
     x = torch.from_dlpack(t)
     x.fill_(1.5)
     ptr = x.data_ptr()
+    # Load the kernels below first: with CUDA's lazy module loading, the first launch of one
+    # waits for the GPU, here for the whole sleep (the test failed when it ran first in a process).
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.empty(4, device="cuda").fill_(-7.0)
+    _ = x * 2
+    torch.cuda.synchronize()
     # ~1 s of GPU time queued ahead on the current stream (0.1 s was not always enough: on a
     # busy host the sleep could end before the batch was dropped)
     torch.cuda._sleep(2_000_000_000)
@@ -259,7 +266,6 @@ def test_batch_memory_is_not_reused_before_the_consumer_stream_is_done(store):
     assert _core.pool_stats()["device_pending_releases"] >= 1
     others = [_core.empty_tensor(shape, "float32", "cuda", 0) for _ in range(3)]
     assert all(o.data_ptr != ptr for o in others)  # not handed out while y's kernel is queued
-    side = torch.cuda.Stream()
     with torch.cuda.stream(side):  # runs beside the sleep: would corrupt x if it were x's memory
         for o in others:
             torch.from_dlpack(o).fill_(-7.0)
@@ -402,3 +408,60 @@ def test_out_of_memory_names_the_loaders_memory(store, monkeypatch):
                                            r"\+ 3 workers \+ the one in use\).*bfloat16"):
         next(iter(ld))
     ld.close()
+
+
+@pytest.fixture
+def memory_limit():
+    """Sets zarrflow's GPU memory limit for one test, then puts the process's back."""
+    before = zarrflow.gpu_memory_limit()
+    yield zarrflow.set_gpu_memory_limit
+    zarrflow.set_gpu_memory_limit(before or None)
+
+
+def test_the_default_limit_leaves_the_gpu_to_a_model(memory_limit, monkeypatch):
+    from zarrflow import _gpu
+
+    monkeypatch.setattr(_gpu, "_limit_chosen", False)  # as in a fresh process
+    monkeypatch.delenv("ZARRFLOW_GPU_MEMORY_LIMIT", raising=False)
+    free, total = zarrflow._core.device_memory(0)
+    assert 0 < free <= total
+    assert zarrflow.gpu_memory_limit() == int(_gpu.DEFAULT_LIMIT * total)
+    assert zarrflow.memory_stats()["device_limit"] == int(_gpu.DEFAULT_LIMIT * total)
+    monkeypatch.setenv("ZARRFLOW_GPU_MEMORY_LIMIT", "none")
+    monkeypatch.setattr(_gpu, "_limit_chosen", False)
+    assert zarrflow.gpu_memory_limit() == 0
+
+
+def test_loader_fits_prefetch_and_workers_into_the_limit(store, memory_limit):
+    """Batches here are tiny, but each worker reserves 1 GB of read buffers: under 1.5 GB the
+    loader keeps one worker and one batch ahead, says so, and its batches are still right."""
+    from zarrflow._memory_plan import PER_WORKER
+
+    memory_limit(int(1.5 * PER_WORKER))
+    with pytest.warns(RuntimeWarning, match=r"prefetch 2 -> 1 and workers 2 -> 1.*GPU memory limit"):
+        ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False)
+    assert (ld.prefetch, ld.workers) == (1, 1) and ld.memory_plan.reduced
+    cpu = zarrflow.Loader(store, VARS, device="cpu", output="numpy", batch_size=4, shuffle=False)
+    for a, b in zip(cpu, ld, strict=True):
+        assert np.array_equal(a["x"].view(np.uint32), b["x"].cpu().numpy().view(np.uint32))
+    assert zarrflow.memory_stats()["device_in_use"] <= 1.5 * PER_WORKER
+    ld.close()
+
+
+def test_loader_refuses_a_plan_beyond_the_limit(store, memory_limit):
+    memory_limit(256 * 2**20)
+    with pytest.raises(zarrflow.LoaderError, match=r"limit of 0\.3 GB.*prefetch=1 and workers=1"):
+        zarrflow.Loader(store, VARS, device="cuda", batch_size=4)
+    memory_limit(None)  # no limit: the same loader is made as asked
+    ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4)
+    assert (ld.prefetch, ld.workers) == (2, 2) and not ld.memory_plan.reduced
+    ld.close()
+
+
+def test_a_read_past_the_limit_is_out_of_memory(memory_limit):
+    memory_limit(64 * 2**20)
+    with pytest.raises(zarrflow.ZarrflowError, match=r"out of memory under zarrflow's GPU memory "
+                                                     r"limit.*set_gpu_memory_limit"):
+        zarrflow._core.empty_tensor([128, 2**20], "uint8", "cuda", 0)
+    t = zarrflow._core.empty_tensor([32, 2**20], "uint8", "cuda", 0)  # within it
+    del t

@@ -204,6 +204,7 @@ nb::dict report_dict(const gpu::DeviceReadReport& report) {
   r["fetch_ms"] = report.fetch_ms;
   r["enqueue_ms"] = report.enqueue_ms;
   r["gpu_wait_ms"] = report.wait_ms;
+  r["limit_wait_ms"] = report.limit_wait_ms;
   r["nans"] = report.nans;
   r["host_transformed"] = report.host_transformed;
   nb::list notes;
@@ -601,9 +602,20 @@ NB_MODULE(_core, m) {
       d[(n + "_allocations").c_str()] = pool->allocations();
       d[(n + "_frees").c_str()] = pool->frees();
     }
+    d["device_limit"] = device_reader().device_pool().limit();
     d["device_pending_releases"] = device_reader().device_pool().pending_releases();
     return d;
   });
+  m.def("pool_set_limit", [](std::size_t bytes) { device_reader().device_pool().set_limit(bytes); },
+        "bytes"_a, "Bounds the GPU memory zarrflow's pool holds (in use and idle); 0 = none.");
+  m.def("pool_limit", []() { return device_reader().device_pool().limit(); });
+  m.def("device_memory", [](int device) {
+    use_device(device);
+    std::size_t free = 0, total = 0;
+    const cudaError_t err = cudaMemGetInfo(&free, &total);
+    if (err != cudaSuccess) throw_if_error(gpu::cuda_status(err, "cudaMemGetInfo"));
+    return nb::make_tuple(free, total);
+  }, "device"_a, "(free, total) bytes of the GPU's memory (cudaMemGetInfo).");
   m.def("pool_trim", []() {
     return device_reader().device_pool().trim() + device_reader().pinned_pool().trim();
   }, "Frees the idle memory zarrflow's GPU and pinned pools keep for reuse; returns the bytes.");

@@ -9,7 +9,15 @@
 from . import errors
 from ._api import Array, Group, open, open_array, open_group
 from ._core import Tensor
-from ._gpu import cuda_available, cuda_status, memory_stats, nvcomp_status, release_memory
+from ._gpu import (
+    cuda_available,
+    cuda_status,
+    gpu_memory_limit,
+    memory_stats,
+    nvcomp_status,
+    release_memory,
+    set_gpu_memory_limit,
+)
 from ._threads import set_num_threads
 from .loader import Loader, LoaderError, MissingChunkError, compute_stats
 from .errors import (
@@ -44,6 +52,8 @@ __all__ = [
     "nvcomp_status",
     "memory_stats",
     "release_memory",
+    "set_gpu_memory_limit",
+    "gpu_memory_limit",
     "errors",
     "ZarrflowError",
     "InvalidArgumentError",

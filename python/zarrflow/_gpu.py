@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
+import re
 import threading
 import warnings
 
@@ -95,3 +96,60 @@ def release_memory() -> int:
     if not hasattr(_core, "pool_trim"):
         return 0
     return int(_core.pool_trim())
+
+
+# zarrflow's GPU memory (batches in flight, read pieces, chunk caches, idle buffers kept for reuse)
+# is bounded by default to this share of the GPU: the rest is the model's. On an 80 GB H100 the
+# 71-channel U-Net (batch 16, bf16) needs ~42 GB with its CUDA context; zarrflow's training and
+# validation loaders with their defaults held ~50 GB beside it, and the model ran out of memory.
+DEFAULT_LIMIT = 0.45
+_limit_chosen = False
+
+
+def _parse_limit(limit, total: int) -> int:
+    """Bytes for a limit given as None/0/'none' (no limit), a fraction of the GPU (0 < f <= 1),
+    a byte count (> 1) or a string such as '40GB', '0.5' or 'none'."""
+    if isinstance(limit, str):
+        text = limit.strip().upper()
+        if text in ("", "NONE"):
+            return 0
+        m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:E[+-]?[0-9]+)?)\s*([KMGT]?)B?", text)
+        if not m:
+            raise ValueError(f"GPU memory limit {limit!r}: expected e.g. 0.6, '40GB' or 'none'")
+        if m[2]:
+            return int(float(m[1]) * {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m[2]])
+        limit = float(m[1])
+    if limit is None:
+        return 0
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0:
+        raise ValueError(f"GPU memory limit must be a fraction, bytes or None, got {limit!r}")
+    return int(limit * total) if limit <= 1 else int(limit)
+
+
+def set_gpu_memory_limit(limit, device: int = 0) -> int:
+    """Bound the GPU memory zarrflow holds — batches in flight, the GPU read's working buffers,
+    GPU chunk caches and idle buffers kept for reuse — so that a model has the rest.
+
+    ``limit``: a fraction of the GPU's memory (``0.45``, the default), bytes (``40e9``), a string
+    (``"40GB"``) or ``None`` (no limit). Loaders made afterwards fit their prefetch and workers
+    into it (and say so); a read that would pass it fails as out of memory. The default comes
+    from ``ZARRFLOW_GPU_MEMORY_LIMIT`` when set. Returns the limit in bytes (0 = none)."""
+    global _limit_chosen
+    _free, total = _core.device_memory(device)
+    nbytes = _parse_limit(limit, total)
+    _core.pool_set_limit(nbytes)
+    _limit_chosen = True
+    return nbytes
+
+
+def gpu_memory_limit(device: int = 0) -> int:
+    """zarrflow's GPU memory limit in bytes (0 = none), the default applied if none was set."""
+    ensure_memory_limit(device)
+    return int(_core.pool_limit())
+
+
+def ensure_memory_limit(device: int = 0) -> None:
+    """Apply the default limit (or ZARRFLOW_GPU_MEMORY_LIMIT) once, unless one was set."""
+    if _limit_chosen or not hasattr(_core, "pool_set_limit"):
+        return
+    set_gpu_memory_limit(os.environ.get("ZARRFLOW_GPU_MEMORY_LIMIT", DEFAULT_LIMIT), device)

@@ -28,6 +28,7 @@ import numbers
 import os
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
@@ -37,6 +38,7 @@ import numpy as np
 from . import _core, _gpu
 from ._api import Array, Group, open as zf_open
 from ._balance import DecodeBalance
+from ._memory_plan import fit as fit_memory, refusal as memory_refusal
 from ._prefetch import Gate, OrderedPrefetch
 from .errors import StoreIOError, ZarrflowError
 
@@ -249,6 +251,7 @@ class Stats:
     fetch_ms: float = 0.0
     enqueue_ms: float = 0.0
     gpu_wait_ms: float = 0.0
+    limit_wait_ms: float = 0.0    # waits for GPU memory other reads held under zarrflow's limit
     read_s: float = 0.0           # time the workers spent reading + assembling (summed)
     wait_s: float = 0.0           # time the consumer waited for a batch
     depth_sum: int = 0            # batches ready when the consumer asked, summed over requests
@@ -280,6 +283,9 @@ _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 # their C++ reads are using.
 _live: set = set()
 _live_lock = threading.Lock()
+# The GPU memory plans of the process's loaders (see _memory_plan): a loader made later plans
+# within what the earlier ones left under zarrflow's GPU memory limit.
+_planned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @atexit.register
@@ -427,6 +433,7 @@ class Loader:
                               f"ranks with batch_size {batch_size} and drop_last={drop_last}")
         self._streams: list = []  # one CUDA stream per worker, made on first use
         self._request_templates: list | None = None
+        self.memory_plan = self._fit_memory(cache_gb) if self.on_gpu else None
         # Batches started and not yet taken, and batches being made, over this pass and the next
         # one read ahead: the same bounds as within one pass.
         self._gate = Gate(self.prefetch + self.workers - 1, producers=self.workers)
@@ -593,6 +600,29 @@ class Loader:
             self._streams.append(_core.Stream(self.device_id))
         return self._streams[worker].handle
 
+    def _fit_memory(self, cache_gb: float):
+        """Prefetch and workers fitted into zarrflow's GPU memory limit (see _memory_plan)."""
+        _gpu.ensure_memory_limit(self.device_id)
+        batch = (self.batch_size * (self.h + self.k) * len(self.spec.channels)
+                 * int(np.prod(self.spatial_shape)) * _numpy_dtype(self.dtype).itemsize)
+        with _live_lock:
+            others = sum(p.held for ld, p in _planned.items() if ld.device_id == self.device_id)
+        plan = fit_memory(batch, self.prefetch, self.workers,
+                          int(cache_gb * 1e9) if self.cache is not None else 0,
+                          int(_core.pool_limit()), others)
+        if not plan.fits:
+            raise LoaderError(memory_refusal(plan))
+        if plan.reduced:
+            warnings.warn(f"zarrflow: prefetch {plan.asked[0]} -> {plan.prefetch} and workers "
+                          f"{plan.asked[1]} -> {plan.workers}, to fit zarrflow's GPU memory limit "
+                          f"of {plan.limit / 1e9:.1f} GB ({plan.describe()}); "
+                          f"zarrflow.set_gpu_memory_limit() sets it", RuntimeWarning,
+                          stacklevel=3)
+        self.prefetch, self.workers = plan.prefetch, plan.workers
+        with _live_lock:
+            _planned[self] = plan
+        return plan
+
     def _memory_note(self, shape: list) -> str:
         """Why a GPU loader may run out of memory, with its own figures (for the error)."""
         batch = int(np.prod(shape)) * _numpy_dtype(self.dtype).itemsize
@@ -606,13 +636,16 @@ class Loader:
             gpu = f" of the GPU's {total / 1e9:.1f} GB ({free / 1e9:.1f} GB free now)"
         except Exception:  # noqa: BLE001 (no torch: the figures without the GPU's size)
             pass
+        limit = mem.get("device_limit", 0)
         return (f"zarrflow: this loader's batches are {batch / 1e9:.2f} GB each and up to "
                 f"{in_flight} are in flight (prefetch {self.prefetch} + {self.workers} workers + "
                 f"the one in use), {in_flight * batch / 1e9:.1f} GB; zarrflow's GPU memory pool "
                 f"holds {mem.get('device_in_use', 0) / 1e9:.1f} GB in use and "
-                f"{mem.get('device_cached', 0) / 1e9:.1f} GB idle{gpu}. Fewer workers, a "
-                f"smaller prefetch, dtype='bfloat16', a smaller batch or a smaller chunk cache "
-                f"need less.")
+                f"{mem.get('device_cached', 0) / 1e9:.1f} GB idle"
+                + (f" under its limit of {limit / 1e9:.1f} GB" if limit else "") + f"{gpu}. Fewer "
+                f"workers, a smaller prefetch, dtype='bfloat16', a smaller batch or a smaller "
+                f"chunk cache need less; a model beside the loader needs zarrflow's limit "
+                f"(zarrflow.set_gpu_memory_limit) to leave it room.")
 
     def _produce(self, samples: np.ndarray, worker: int = 0) -> dict:
         steps = self.h + self.k
@@ -657,7 +690,7 @@ class Loader:
         for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
                     "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms", "scatter_ms",
                     "host_transformed", "internal_batches", "gpu_idle_ms", "fetch_ms",
-                    "enqueue_ms", "gpu_wait_ms"):
+                    "enqueue_ms", "gpu_wait_ms", "limit_wait_ms"):
             if report and key in report:
                 delta[key] = report[key]
         return {"raw": out, "times": times, "stats": delta, "origin": origins,
@@ -716,7 +749,10 @@ class Loader:
 
     def close(self) -> None:
         """Stop reading ahead and drop the chunk caches (the loader can still be iterated, it
-        then reads from storage again)."""
+        then reads from storage again). Loaders made afterwards no longer plan around its GPU
+        memory."""
+        with _live_lock:
+            _planned.pop(self, None)
         self._drop_primed()
         for cache in (self.cache, self.host_cache):
             if cache is not None:

@@ -99,6 +99,15 @@ std::vector<AllocationCache::Allocation> AllocationCache::drain() {
   return std::exchange(free_, {});
 }
 
+std::vector<AllocationCache::Allocation> AllocationCache::shrink_to(std::size_t bytes) {
+  std::lock_guard lock(mu_);
+  std::size_t evict = 0;
+  while (cached_ > bytes) cached_ -= free_[evict++].second;
+  std::vector<Allocation> out(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(evict));
+  free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(evict));
+  return out;
+}
+
 void AllocationCache::raise_budget(std::size_t bytes) {
   std::lock_guard lock(mu_);
   max_cached_ = std::max(max_cached_, bytes);

@@ -40,6 +40,9 @@ class AllocationCache {
   [[nodiscard]] std::vector<Allocation> put(std::byte* p, std::size_t capacity);
   // Empties the cache, returning every allocation for the caller to free.
   std::vector<Allocation> drain();
+  // Evicts the least recently released allocations until at most `bytes` stay cached; returns
+  // them for the caller to free.
+  [[nodiscard]] std::vector<Allocation> shrink_to(std::size_t bytes);
   [[nodiscard]] std::size_t cached_bytes() const;
   // Raises the budget to at least `bytes` (never lowers it).
   void raise_budget(std::size_t bytes);

@@ -59,6 +59,20 @@ TEST(AllocationCache, AdaptsToANewWorkingSet) {
   }
 }
 
+// Room for a new allocation under a limit: the oldest releases go until the rest fit.
+TEST(AllocationCache, ShrinkToEvictsTheOldestFirst) {
+  AllocationCache cache(1000);
+  for (std::uintptr_t i = 1; i <= 3; ++i) EXPECT_TRUE(cache.put(fake(i), 300).empty());
+  EXPECT_TRUE(cache.shrink_to(900).empty());
+  auto out = cache.shrink_to(350);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].first, fake(1));
+  EXPECT_EQ(out[1].first, fake(2));
+  EXPECT_EQ(cache.cached_bytes(), 300u);
+  EXPECT_EQ(cache.shrink_to(0).size(), 1u);
+  EXPECT_EQ(cache.cached_bytes(), 0u);
+}
+
 TEST(AllocationCache, BudgetOnlyRises) {
   AllocationCache cache(100);
   cache.raise_budget(50);

@@ -1,6 +1,8 @@
 // GpuMemoryPool on a real device: capacity classes and reuse when sizes drift or change.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "zarrflow/core/gpu/device_memory.h"
@@ -79,6 +81,34 @@ TEST_P(PoolTest, StaleSizesLeaveOnce) {
   EXPECT_GE(pool.frees(), 1u);
   EXPECT_LE(pool.frees(), 8u);
   EXPECT_LE(pool.cached_bytes(), pool.budget());
+}
+
+// Under a limit the pool holds at most that much, in use and idle together: idle buffers are
+// freed to make room, and an acquire that cannot fit fails as out of memory, naming the limit.
+TEST_P(PoolTest, ALimitBoundsWhatThePoolHolds) {
+  GpuMemoryPool pool(GetParam(), 0);
+  pool.set_limit(100 * kMiB);
+  EXPECT_EQ(pool.room(), 100 * kMiB);
+  {
+    auto a = pool.acquire(40 * kMiB), b = pool.acquire(40 * kMiB);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(pool.room(), 20 * kMiB);
+    auto c = pool.acquire(40 * kMiB);
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.status().message().find("out of memory"), std::string::npos);
+    EXPECT_NE(c.status().message().find("limit"), std::string::npos);
+  }  // both idle now: 80 MiB cached
+  EXPECT_EQ(pool.cached_bytes(), 80 * kMiB);
+  auto big = pool.acquire(60 * kMiB);  // needs room the idle buffers take
+  ASSERT_TRUE(big.ok()) << big.status().message();
+  EXPECT_LE(pool.in_use() + pool.cached_bytes(), 100 * kMiB);
+  EXPECT_EQ(pool.frees(), 1u);  // the older 40 MiB buffer made room; the other stays idle
+  big = GpuBuffer();
+  pool.set_limit(32 * kMiB);  // lowering it frees idle memory above it
+  EXPECT_LE(pool.cached_bytes(), 32 * kMiB);
+  pool.set_limit(0);
+  EXPECT_EQ(pool.room(), SIZE_MAX);
+  EXPECT_TRUE(pool.acquire(200 * kMiB).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceAndPinned, PoolTest,

@@ -14,7 +14,9 @@
 // of bytes in use plus one largest buffer (room for a size drifting into the next class): a
 // steady working set (a loader's batches and staging) is recycled without ever freeing, as in
 // PyTorch's caching allocator; over budget the oldest idle buffers go (AllocationCache).
-// `trim` gives the idle memory back.
+// `trim` gives the idle memory back. An optional limit bounds what the pool holds, in use and
+// idle together (zarrflow.set_gpu_memory_limit: room left for a model next to the loader): idle
+// buffers go first, and an acquire that would still pass it fails as out of memory.
 // Thread-safety: pools are thread-safe; streams and events are owned by one thread at a time.
 #pragma once
 
@@ -97,6 +99,12 @@ class GpuMemoryPool {
   [[nodiscard]] std::size_t frees() const { return frees_.load(); }
   // Frees the idle cached memory (not what is in use); returns the bytes freed.
   std::size_t trim();
+  // Bytes the pool may hold, in use and idle together; 0 = no limit (the default). Lowering it
+  // frees idle memory above it at once; memory in use stays until released.
+  void set_limit(std::size_t bytes);
+  [[nodiscard]] std::size_t limit() const { return limit_.load(); }
+  // What the limit leaves for new allocations now (SIZE_MAX without a limit).
+  [[nodiscard]] std::size_t room() const;
 
   // Holds `keep` (which owns pool memory) until every stream in `streams` has reached this
   // point: an event is recorded on each now, and `keep` is dropped once all have completed
@@ -123,6 +131,7 @@ class GpuMemoryPool {
   MemoryKind kind_;
   AllocationCache cache_;
   std::atomic<std::size_t> in_use_{0}, peak_{0}, largest_{0}, allocations_{0}, frees_{0};
+  std::atomic<std::size_t> limit_{0};
   std::mutex pending_mu_;
   std::vector<Pending> pending_;
 };

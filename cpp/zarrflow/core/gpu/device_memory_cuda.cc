@@ -2,10 +2,22 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
+#include <cstdio>
+#include <string>
 
 #include "zarrflow/core/gpu/pinned_pages.h"
 
 namespace zarrflow::gpu {
+namespace {
+
+std::string gigabytes(std::size_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f", static_cast<double>(bytes) / 1e9);
+  return s;
+}
+
+}  // namespace
 
 Status cuda_status(cudaError_t err, std::string_view what) {
   return io_error("CUDA: " + std::string(what) + ": " + cudaGetErrorName(err) + " (" +
@@ -150,6 +162,14 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
     note_in_use(capacity);
     return std::move(b);
   }
+  if (const std::size_t limit = limit_.load(); limit != 0) {
+    const std::size_t used = in_use_.load();
+    if (used + cap > limit)
+      return io_error("out of memory under zarrflow's GPU memory limit: " + gigabytes(used) +
+                      " GB in use + " + gigabytes(cap) + " GB asked > limit " + gigabytes(limit) +
+                      " GB (zarrflow.set_gpu_memory_limit)");
+    for (auto& [q, c] : cache_.shrink_to(limit - used - cap)) free_raw(q, c);  // idle goes first
+  }
   auto p = allocate(cap);
   if (!p.ok()) {
     // Give cached memory back and retry once before reporting.
@@ -183,6 +203,19 @@ void GpuMemoryPool::note_in_use(std::size_t capacity) {
 void GpuMemoryPool::release(std::byte* p, std::size_t capacity) {
   in_use_.fetch_sub(capacity);
   for (auto& [q, cap] : cache_.put(p, capacity)) free_raw(q, cap);
+}
+
+void GpuMemoryPool::set_limit(std::size_t bytes) {
+  limit_.store(bytes);
+  if (bytes != 0)
+    for (auto& [p, cap] : cache_.shrink_to(bytes > in_use_.load() ? bytes - in_use_.load() : 0))
+      free_raw(p, cap);
+}
+
+std::size_t GpuMemoryPool::room() const {
+  const std::size_t limit = limit_.load(), used = in_use_.load();
+  if (limit == 0) return SIZE_MAX;
+  return limit > used ? limit - used : 0;
 }
 
 std::size_t GpuMemoryPool::trim() {

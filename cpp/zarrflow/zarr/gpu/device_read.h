@@ -116,6 +116,8 @@ struct DeviceReadOptions {
 // Device memory a read leaves free beside nvCOMP's scratch, for the local memory its kernels
 // need when they launch (device_read_cuda.cc); with less, the call is decoded in parts.
 inline constexpr std::size_t kNvcompLaunchRoom = std::size_t{64} << 20;
+// How long a read waits for memory under zarrflow's GPU memory limit before it fails.
+inline constexpr double kLimitWaitMs = 5000;
 
 struct DeviceReadReport {
   std::int64_t chunks = 0;   // leaf chunks (inner chunks of shards count one each)
@@ -138,6 +140,7 @@ struct DeviceReadReport {
   std::int64_t batches = 0;
   std::uint64_t max_batch_decoded = 0;  // decoded bytes of chunks in the largest of them
   double gpu_idle_ms = 0, fetch_ms = 0, enqueue_ms = 0, wait_ms = 0;
+  double limit_wait_ms = 0;  // waits for memory other reads held under the pool's limit
   std::uint64_t nans = 0;             // NaN elements read by requests with an ElementTransform
   std::int64_t host_transformed = 0;  // blocks of those normalised and cast by the host threads
   std::vector<std::string> notes;     // why chunks fell back to the CPU (each reason once)

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <thread>
 #include <tuple>
 
 #include "zarrflow/codec/gpu/blosc_plan.h"
@@ -260,7 +261,8 @@ class ReadOp {
   Event last_done_;  // the previous batch's end on the GPU, for report_.gpu_idle_ms
   // The batch whose GPU work may still run while the next one is fetched and enqueued.
   std::optional<Batch> in_flight_;
-  Result<GpuBuffer> device_buffer(std::uint64_t size, std::string_view what, const Batch& b);
+  Result<GpuBuffer> device_buffer(std::uint64_t size, std::string_view what, const Batch& b,
+                                  bool wait = true);
 };
 
 // Milliseconds since `t0` (host wall clock).
@@ -277,12 +279,28 @@ void ReadOp::note(const std::string& why) {
 // flight (its buffers, and the other loader workers' batches, take the memory), wait for it: its
 // buffers go back to the pool, which gives its idle memory back and tries again. A failure then
 // names the buffer and the batch (named).
-Result<GpuBuffer> ReadOp::device_buffer(std::uint64_t size, std::string_view what, const Batch& b) {
+Result<GpuBuffer> ReadOp::device_buffer(std::uint64_t size, std::string_view what, const Batch& b,
+                                        bool wait) {
   auto r = device_.acquire(size);
   if (!r.ok() && in_flight_) {
     ZF_RETURN_IF_ERROR(finish(*in_flight_));
     in_flight_.reset();
     r = device_.acquire(size);
+  }
+  // Under zarrflow's memory limit the rest is mostly other reads' pieces (the loader's other
+  // workers, a validation loader), which go back within a piece's time: wait for them, bounded,
+  // rather than fail the batch. Beyond kLimitWait the memory is held for good (batches in flight)
+  // and the error stands. (`wait` false: the caller has a smaller fallback to try first.)
+  if (!r.ok() && wait && device_.limit() != 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!r.ok() && ms_since(t0) < kLimitWaitMs) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      r = device_.acquire(size);
+    }
+    if (r.ok()) {
+      std::lock_guard lock(mu_);
+      report_.limit_wait_ms += ms_since(t0);
+    }
   }
   return named(std::move(r), what, b);
 }
@@ -591,9 +609,10 @@ ReadOp::PieceBounds ReadOp::piece_bounds() const {
     std::uint64_t d = std::uint64_t{3} << 30;  // if the GPU's size cannot be had
     if (cudaMemGetInfo(&free, &total) == cudaSuccess) {
       // Less when the GPU is full (a model, other workers' batches): an eighth of what is free
-      // or idle in the pool, since a piece needs ~5.5x its decoded bytes (scratch, decoded
-      // chunks, staging) and the loader's workers read at once.
-      const std::uint64_t avail = free + device_.cached_bytes();
+      // or idle in the pool (within its limit, if set), since a piece needs ~5.5x its decoded
+      // bytes (scratch, decoded chunks, staging) and the loader's workers read at once.
+      const std::uint64_t avail = std::min<std::uint64_t>(free + device_.cached_bytes(),
+                                                          device_.room());
       d = std::clamp<std::uint64_t>(std::min<std::uint64_t>(total / 24, avail / 8),
                                     std::uint64_t{256} << 20, std::uint64_t{8} << 30);
     } else {
@@ -1217,7 +1236,8 @@ Status ReadOp::enqueue(Batch& b) {
       shared.reset();  // batches still using the smaller one hold their own reference
       auto t =
           device_buffer(std::max<std::size_t>(temp_bytes, 1),
-                        "nvCOMP scratch for " + std::to_string(per) + " compressed streams", b);
+                        "nvCOMP scratch for " + std::to_string(per) + " compressed streams", b,
+                        /*wait=*/per == 1);
       if (t.ok() && (per == 1 || launch_room())) {
         shared = std::make_shared<GpuBuffer>(std::move(t).value());
         break;

@@ -1,0 +1,81 @@
+"""How many batches a GPU loader keeps in flight, fitted into zarrflow's GPU memory limit.
+
+A loader holds up to ``prefetch + workers + 1`` batches on the GPU (ready ahead, being made by
+each worker, and the one the consumer uses), each worker's read pieces (compressed staging,
+decoded chunks, nvCOMP's scratch: they shrink with the room left, down to ~1 GB with double
+buffering), and its GPU chunk cache. When that passes the limit, prefetch goes down first (it
+only smooths out jitter), then workers (they overlap host and GPU work, worth 1.4x at 71
+channels); a plan that does not fit even with one of each is refused before any reading starts.
+Loaders of one process share the limit: a validation loader made after the training loader gets
+what the training loader's plan leaves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+PER_WORKER = 1 << 30  # the smallest working set of one worker's reads (pieces of 256 MB)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    batch_bytes: int
+    prefetch: int
+    workers: int
+    cache_bytes: int
+    limit: int                    # bytes; 0 = no limit
+    asked: tuple[int, int]        # (prefetch, workers) the caller asked for
+    others: int = 0               # bytes the process's other GPU loaders planned
+
+    @property
+    def in_flight(self) -> int:
+        return self.prefetch + self.workers + 1
+
+    @property
+    def need(self) -> int:
+        return self.in_flight * self.batch_bytes + self.workers * PER_WORKER + self.cache_bytes
+
+    @property
+    def held(self) -> int:
+        """What stays planned while the loader lives: its batches and cache (read buffers
+        shrink with the room left, so they are not held against other loaders)."""
+        return self.in_flight * self.batch_bytes + self.cache_bytes
+
+    @property
+    def fits(self) -> bool:
+        return not self.limit or self.need + self.others <= self.limit
+
+    @property
+    def reduced(self) -> bool:
+        return (self.prefetch, self.workers) != self.asked
+
+    def describe(self) -> str:
+        return (f"{self.in_flight} batches of {self.batch_bytes / 1e9:.2f} GB in flight (prefetch "
+                f"{self.prefetch} + {self.workers} workers + the one in use), "
+                f"{self.workers} x {PER_WORKER / 1e9:.1f} GB of read buffers at least"
+                + (f", a {self.cache_bytes / 1e9:.1f} GB chunk cache" if self.cache_bytes else "")
+                + f": {self.need / 1e9:.1f} GB"
+                + (f", beside {self.others / 1e9:.1f} GB that other loaders of this process "
+                   f"planned" if self.others else ""))
+
+
+def fit(batch_bytes: int, prefetch: int, workers: int, cache_bytes: int, limit: int,
+        others: int = 0) -> MemoryPlan:
+    """The plan closest to (prefetch, workers) that fits `limit` bytes (0: no limit) beside
+    `others` planned by other loaders; when even one of each does not fit, that plan (``fits``
+    False)."""
+    plan = MemoryPlan(batch_bytes, prefetch, workers, cache_bytes, limit, (prefetch, workers),
+                      others)
+    while not plan.fits and plan.prefetch > 1:
+        plan = replace(plan, prefetch=plan.prefetch - 1)
+    while not plan.fits and plan.workers > 1:
+        plan = replace(plan, workers=plan.workers - 1)
+    return plan
+
+
+def refusal(plan: MemoryPlan) -> str:
+    """Why a plan that does not fit is refused, and what would fit."""
+    return (f"this loader needs more GPU memory than zarrflow's limit of {plan.limit / 1e9:.1f} "
+            f"GB, even with prefetch=1 and workers=1: {plan.describe()}. A smaller batch, "
+            f"dtype='bfloat16', a smaller cache_gb, or a higher limit "
+            f"(zarrflow.set_gpu_memory_limit, ZARRFLOW_GPU_MEMORY_LIMIT) would fit.")

@@ -1,0 +1,72 @@
+"""The loader's GPU memory plan and zarrflow's GPU memory limit (pure logic: no GPU needed)."""
+
+import pytest
+
+from zarrflow._gpu import _parse_limit
+from zarrflow._memory_plan import PER_WORKER, fit, refusal
+
+GB = 10**9
+
+
+def test_no_limit_keeps_what_was_asked():
+    plan = fit(10 * GB, 2, 3, 0, 0)
+    assert (plan.prefetch, plan.workers) == (2, 3) and plan.fits and not plan.reduced
+
+
+def test_a_plan_that_fits_is_kept():
+    plan = fit(1 * GB, 2, 2, 5 * GB, 48 * GB)
+    assert (plan.prefetch, plan.workers) == (2, 2) and plan.fits
+    assert plan.need == 5 * GB + 2 * PER_WORKER + 5 * GB
+
+
+def test_prefetch_goes_first_then_workers():
+    # 71 channels, float32, batch 16, t -> t+1: 9.44 GB batches against 60% of an 80 GB GPU.
+    batch = 16 * 2 * 71 * 721 * 1440 * 4
+    plan = fit(batch, 2, 2, 0, 48 * GB)
+    assert (plan.prefetch, plan.workers) == (1, 2) and plan.reduced and plan.fits
+    assert plan.need <= 48 * GB < fit(batch, 2, 2, 0, 0).need
+    # With a 30 GB chunk cache beside it, one worker is left.
+    plan = fit(batch, 2, 2, 30 * GB, 60 * GB)
+    assert (plan.prefetch, plan.workers) == (1, 1) and plan.fits
+    assert plan.asked == (2, 2)
+
+
+def test_too_little_is_refused_with_the_plan():
+    plan = fit(9 * GB, 2, 2, 30 * GB, 40 * GB)
+    assert not plan.fits and (plan.prefetch, plan.workers) == (1, 1)
+    text = refusal(plan)
+    assert "40.0 GB" in text and "3 batches of 9.00 GB" in text and "30.0 GB chunk cache" in text
+    assert "set_gpu_memory_limit" in text
+
+
+@pytest.mark.parametrize("limit, want", [
+    (None, 0), ("none", 0), ("", 0), (0, 0), (0.6, 48 * GB), ("0.5", 40 * GB), (1, 80 * GB),
+    (40e9, 40 * GB), ("40GB", 40 * GB), ("40 G", 40 * GB), ("512MB", 512 * 10**6),
+    ("2e10", 20 * GB),
+])
+def test_limits_are_fractions_bytes_or_sizes(limit, want):
+    assert _parse_limit(limit, 80 * GB) == want
+
+
+@pytest.mark.parametrize("bad", ["lots", "-1", -0.5, True, [1]])
+def test_a_bad_limit_is_refused(bad):
+    with pytest.raises(ValueError):
+        _parse_limit(bad, 80 * GB)
+
+
+def test_a_later_loader_plans_within_what_earlier_ones_left():
+    # Training loader first (71 ch bf16 batches of 4.72 GB) under 45% of an 85 GB GPU, then a
+    # validation loader of 7 samples: it fits beside it as asked.
+    limit = int(0.45 * 85 * GB)
+    train = fit(16 * 2 * 71 * 721 * 1440 * 2, 2, 2, 0, limit)
+    assert (train.prefetch, train.workers) == (2, 2)
+    val_batch = 7 * 2 * 71 * 721 * 1440 * 2
+    val = fit(val_batch, 2, 2, 0, limit, others=train.held)
+    assert (val.prefetch, val.workers) == (2, 2) and val.fits
+    assert train.held + val.need <= limit
+    # With 5 GB more planned elsewhere (a chunk cache), it keeps one batch ahead and one worker.
+    val = fit(val_batch, 2, 2, 0, limit, others=train.held + 5 * GB)
+    assert (val.prefetch, val.workers) == (1, 1) and val.fits
+    assert "other loaders of this process" in val.describe()
+    # Nothing left: refused.
+    assert not fit(GB, 1, 1, 0, limit, others=limit).fits
