@@ -256,7 +256,7 @@ def main() -> int:
                          "when the consumer always waits?")
     ap.add_argument("--gpu-memory-limit", default="0.9",
                     help="zarrflow's GPU memory limit in these loader-only loops, with no model "
-                         "beside them (the library's default leaves 55%% of the GPU to a model)")
+                         "beside them (the library's default leaves 60%% of the GPU to a model)")
     args = ap.parse_args()
     import torch
 

@@ -465,3 +465,17 @@ def test_a_read_past_the_limit_is_out_of_memory(memory_limit):
         zarrflow._core.empty_tensor([128, 2**20], "uint8", "cuda", 0)
     t = zarrflow._core.empty_tensor([32, 2**20], "uint8", "cuda", 0)  # within it
     del t
+
+
+def test_a_batch_at_the_limit_waits_for_memory_given_back(memory_limit):
+    """A loader's batch allocation at the limit waits for other reads to give memory back (a
+    validation loader's batch beside a training loader's pieces) instead of failing at once."""
+    import threading
+
+    memory_limit(96 * 2**20)
+    held = [zarrflow._core.empty_tensor([64, 2**20], "uint8", "cuda", 0)]
+    threading.Timer(0.3, held.clear).start()  # another reader's piece, done 0.3 s later
+    t0 = time.perf_counter()
+    t = zarrflow._core.empty_tensor([64, 2**20], "uint8", "cuda", 0)
+    assert 0.2 < time.perf_counter() - t0 < 5
+    del t

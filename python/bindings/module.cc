@@ -340,8 +340,13 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
   }
 #ifdef ZARRFLOW_HAVE_CUDA
   use_device(device_id);
-  auto buf = std::make_shared<gpu::GpuBuffer>(
-      value_or_throw(device_reader().device_pool().acquire(bytes)));
+  // A loader's batch: under zarrflow's memory limit, other reads' pieces give memory back soon.
+  // Without the GIL while it waits: the consumer thread may be the one to drop a batch.
+  Result<gpu::GpuBuffer> got = [&] {
+    nb::gil_scoped_release unlocked;
+    return device_reader().device_pool().acquire_waiting(bytes, gpu::kLimitWaitMs);
+  }();
+  auto buf = std::make_shared<gpu::GpuBuffer>(value_or_throw(std::move(got)));
   st->data = buf->data();
   st->owner = buf;
   st->device_type = 2;

@@ -100,9 +100,9 @@ def release_memory() -> int:
 
 # zarrflow's GPU memory (batches in flight, read pieces, chunk caches, idle buffers kept for reuse)
 # is bounded by default to this share of the GPU: the rest is the model's. On an 80 GB H100 the
-# 71-channel U-Net (batch 16, bf16) needs ~42 GB with its CUDA context; zarrflow's training and
-# validation loaders with their defaults held ~50 GB beside it, and the model ran out of memory.
-DEFAULT_LIMIT = 0.45
+# 71-channel U-Net (batch 16, bf16) reserved ~45 GB; zarrflow's training and validation loaders
+# held ~50 GB beside it with no limit, and up to the limit with 45%: either way the GPU ran out.
+DEFAULT_LIMIT = 0.4
 _limit_chosen = False
 
 
@@ -130,7 +130,7 @@ def set_gpu_memory_limit(limit, device: int = 0) -> int:
     """Bound the GPU memory zarrflow holds — batches in flight, the GPU read's working buffers,
     GPU chunk caches and idle buffers kept for reuse — so that a model has the rest.
 
-    ``limit``: a fraction of the GPU's memory (``0.45``, the default), bytes (``40e9``), a string
+    ``limit``: a fraction of the GPU's memory (``0.4``, the default), bytes (``40e9``), a string
     (``"40GB"``) or ``None`` (no limit). Loaders made afterwards fit their prefetch and workers
     into it (and say so); a read that would pass it fails as out of memory. The default comes
     from ``ZARRFLOW_GPU_MEMORY_LIMIT`` when set. Returns the limit in bytes (0 = none)."""

@@ -1,8 +1,10 @@
 // GpuMemoryPool on a real device: capacity classes and reuse when sizes drift or change.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "zarrflow/core/gpu/device_memory.h"
@@ -109,6 +111,28 @@ TEST_P(PoolTest, ALimitBoundsWhatThePoolHolds) {
   pool.set_limit(0);
   EXPECT_EQ(pool.room(), SIZE_MAX);
   EXPECT_TRUE(pool.acquire(200 * kMiB).ok());
+}
+
+// At the limit, acquire_waiting gets memory another user gives back while it waits, and fails
+// once its wait is over when nobody does.
+TEST_P(PoolTest, AtTheLimitAcquireWaitsForMemoryGivenBack) {
+  GpuMemoryPool pool(GetParam(), 0);
+  pool.set_limit(64 * kMiB);
+  auto held = pool.acquire(48 * kMiB);
+  ASSERT_TRUE(held.ok());
+  double waited = 0;
+  auto none = pool.acquire_waiting(32 * kMiB, 50, &waited);
+  EXPECT_FALSE(none.ok());
+  EXPECT_GE(waited, 50);
+  std::thread giver([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    GpuBuffer release = std::move(held).value();  // dropped here: back to the pool
+  });
+  auto got = pool.acquire_waiting(32 * kMiB, 10000, &waited);
+  giver.join();
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_GE(waited, 50);
+  EXPECT_LT(waited, 10000);
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceAndPinned, PoolTest,

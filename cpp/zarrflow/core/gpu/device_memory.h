@@ -89,6 +89,9 @@ class GpuMemoryPool {
   // At least `size` bytes, 256-byte aligned; the capacity is rounded up to a class (a power of
   // two up to 2 MiB, then steps of max(2 MiB, an eighth of the size's power of two)).
   Result<GpuBuffer> acquire(std::size_t size);
+  // acquire, but under a limit it waits up to `wait_ms` for other users to give memory back
+  // (their reads' pieces come and go) before it fails; `waited_ms` (optional) gets the wait.
+  Result<GpuBuffer> acquire_waiting(std::size_t size, double wait_ms, double* waited_ms = nullptr);
   [[nodiscard]] std::size_t cached_bytes() const { return cache_.cached_bytes(); }
   [[nodiscard]] std::size_t budget() const { return cache_.budget(); }
   [[nodiscard]] std::size_t in_use() const { return in_use_.load(); }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "zarrflow/core/gpu/pinned_pages.h"
 
@@ -183,6 +185,22 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
   b.capacity_ = cap;
   note_in_use(cap);
   return std::move(b);
+}
+
+Result<GpuBuffer> GpuMemoryPool::acquire_waiting(std::size_t size, double wait_ms,
+                                                 double* waited_ms) {
+  auto r = acquire(size);
+  if (r.ok() || limit_.load() == 0) return r;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  while (!r.ok() && ms() < wait_ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    r = acquire(size);
+  }
+  if (waited_ms != nullptr) *waited_ms = ms();
+  return r;
 }
 
 void GpuMemoryPool::note_in_use(std::size_t capacity) {

@@ -116,8 +116,9 @@ struct DeviceReadOptions {
 // Device memory a read leaves free beside nvCOMP's scratch, for the local memory its kernels
 // need when they launch (device_read_cuda.cc); with less, the call is decoded in parts.
 inline constexpr std::size_t kNvcompLaunchRoom = std::size_t{64} << 20;
-// How long a read waits for memory under zarrflow's GPU memory limit before it fails.
-inline constexpr double kLimitWaitMs = 5000;
+// How long a read (its pieces, or a loader's batch) waits for memory under zarrflow's GPU memory
+// limit before it fails.
+inline constexpr double kLimitWaitMs = 10000;
 
 struct DeviceReadReport {
   std::int64_t chunks = 0;   // leaf chunks (inner chunks of shards count one each)

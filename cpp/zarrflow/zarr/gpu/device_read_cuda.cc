@@ -7,7 +7,6 @@
 #include <optional>
 #include <set>
 #include <span>
-#include <thread>
 #include <tuple>
 
 #include "zarrflow/codec/gpu/blosc_plan.h"
@@ -292,14 +291,11 @@ Result<GpuBuffer> ReadOp::device_buffer(std::uint64_t size, std::string_view wha
   // rather than fail the batch. Beyond kLimitWait the memory is held for good (batches in flight)
   // and the error stands. (`wait` false: the caller has a smaller fallback to try first.)
   if (!r.ok() && wait && device_.limit() != 0) {
-    const auto t0 = std::chrono::steady_clock::now();
-    while (!r.ok() && ms_since(t0) < kLimitWaitMs) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      r = device_.acquire(size);
-    }
+    double waited = 0;
+    r = device_.acquire_waiting(size, kLimitWaitMs, &waited);
     if (r.ok()) {
       std::lock_guard lock(mu_);
-      report_.limit_wait_ms += ms_since(t0);
+      report_.limit_wait_ms += waited;
     }
   }
   return named(std::move(r), what, b);
