@@ -70,3 +70,13 @@ def test_a_later_loader_plans_within_what_earlier_ones_left():
     assert "other loaders of this process" in val.describe()
     # Nothing left: refused.
     assert not fit(GB, 1, 1, 0, limit, others=limit).fits
+
+
+def test_without_a_gpu_there_is_no_limit_to_set():
+    import zarrflow
+
+    if zarrflow.cuda_available():
+        pytest.skip("a GPU is usable here (tests/test_loader_gpu.py covers the limit)")
+    assert zarrflow.gpu_memory_limit() == 0
+    with pytest.raises(zarrflow.errors.UnsupportedError, match="no GPU memory to limit"):
+        zarrflow.set_gpu_memory_limit(0.5)

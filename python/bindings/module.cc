@@ -615,9 +615,12 @@ NB_MODULE(_core, m) {
         "bytes"_a, "Bounds the GPU memory zarrflow's pool holds (in use and idle); 0 = none.");
   m.def("pool_limit", []() { return device_reader().device_pool().limit(); });
   m.def("device_memory", [](int device) {
+    int before = -1;
+    const bool had = cudaGetDevice(&before) == cudaSuccess;
     use_device(device);
     std::size_t free = 0, total = 0;
     const cudaError_t err = cudaMemGetInfo(&free, &total);
+    if (had && before != device) cudaSetDevice(before);  // the caller's current GPU stays
     if (err != cudaSuccess) throw_if_error(gpu::cuda_status(err, "cudaMemGetInfo"));
     return nb::make_tuple(free, total);
   }, "device"_a, "(free, total) bytes of the GPU's memory (cudaMemGetInfo).");

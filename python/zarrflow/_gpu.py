@@ -135,6 +135,10 @@ def set_gpu_memory_limit(limit, device: int = 0) -> int:
     into it (and say so); a read that would pass it fails as out of memory. The default comes
     from ``ZARRFLOW_GPU_MEMORY_LIMIT`` when set. Returns the limit in bytes (0 = none)."""
     global _limit_chosen
+    if not cuda_available():
+        from .errors import UnsupportedError
+
+        raise UnsupportedError(f"no GPU memory to limit: {cuda_status()}")
     _free, total = _core.device_memory(device)
     nbytes = _parse_limit(limit, total)
     _core.pool_set_limit(nbytes)
@@ -145,11 +149,11 @@ def set_gpu_memory_limit(limit, device: int = 0) -> int:
 def gpu_memory_limit(device: int = 0) -> int:
     """zarrflow's GPU memory limit in bytes (0 = none), the default applied if none was set."""
     ensure_memory_limit(device)
-    return int(_core.pool_limit())
+    return int(_core.pool_limit()) if cuda_available() else 0
 
 
 def ensure_memory_limit(device: int = 0) -> None:
     """Apply the default limit (or ZARRFLOW_GPU_MEMORY_LIMIT) once, unless one was set."""
-    if _limit_chosen or not hasattr(_core, "pool_set_limit"):
+    if _limit_chosen or not cuda_available():
         return
     set_gpu_memory_limit(os.environ.get("ZARRFLOW_GPU_MEMORY_LIMIT", DEFAULT_LIMIT), device)
