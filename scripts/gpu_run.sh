@@ -120,8 +120,10 @@ if want train; then
       local BANDS=${STORE%.zarr}_rows$ROWS.zarr
       if [ ! -d "$BANDS" ]; then
         t0=$(date +%s)
+        local RCODEC=$CODEC; [ "$RCODEC" = - ] && RCODEC=zstd:3
         python3 -m zarrflow rechunk "$STORE" "$BANDS" --chunks "latitude=$ROWS" \
-          --shards latitude=721 --codec "$([ "$CODEC" = - ] && echo zstd:3 || echo "$CODEC")" --quiet </dev/null 2>&1 | tail -2 | tee -a "$OUT/train.log"
+          --shards latitude=721 --codec "$RCODEC" --quiet </dev/null 2>&1 | tail -2 \
+          | tee -a "$OUT/train.log"
         echo "rechunk $BANDS: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/train.log"
       fi
       STORE=$BANDS
