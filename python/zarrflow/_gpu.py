@@ -115,7 +115,7 @@ def _parse_limit(limit, total: int) -> int:
             return 0
         m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:E[+-]?[0-9]+)?)\s*([KMGT]?)B?", text)
         if not m:
-            raise ValueError(f"GPU memory limit {limit!r}: expected e.g. 0.6, '40GB' or 'none'")
+            raise ValueError(f"GPU memory limit {limit!r}: expected e.g. 0.4, '40GB' or 'none'")
         if m[2]:
             return int(float(m[1]) * {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m[2]])
         limit = float(m[1])

@@ -309,9 +309,12 @@ class Loader:
     ("torch", "cupy", "jax", "numpy" or "zarrflow"), ``shuffle`` (False, True/"global",
     "block"), ``seed``, ``rank``/``world_size`` (default: torch.distributed when initialised),
     ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``workers`` (threads producing
-    batches at once, default 2; each has its own CUDA stream), ``missing`` ("fill" or
-    "error"), ``gpu_decode``, ``host_decode_share`` (0..1: the fraction of GPU-decodable chunks
-    the host threads decode instead, or "auto", the default: with ``gpu_decode="auto"`` and no
+    batches at once, default 2; each has its own CUDA stream; on the GPU both are lowered, with a
+    warning, when the batches would not fit zarrflow's GPU memory limit beside the process's
+    other loaders: see ``zarrflow.set_gpu_memory_limit`` and ``loader.memory_plan``),
+    ``missing`` ("fill" or "error"), ``gpu_decode``, ``host_decode_share`` (0..1: the fraction
+    of GPU-decodable chunks the host threads decode instead, or "auto", the default: with
+    ``gpu_decode="auto"`` and no
     chunk cache, the host decodes as long as it keeps up with the consumer, and chunks move to
     the GPU while the consumer waits or its steps slow down — see ``_balance.DecodeBalance``;
     otherwise 0), ``threads`` (I/O pool) and ``decode_threads`` (a separate pool for
