@@ -465,6 +465,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="niceness added to zarrflow's decode threads (ZARRFLOW_THREAD_NICE): they "
                          "then yield their cores to this training thread")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gpu-memory-limit", default=None,
+                    help="zarrflow's GPU memory limit (zarrflow.set_gpu_memory_limit: a fraction "
+                         "such as 0.4, bytes such as 40GB, or none); default: the library's (40%%)")
     ap.add_argument("--out", type=Path, help="write results JSON + Markdown table here")
     args = ap.parse_args(argv)
 
@@ -476,6 +479,10 @@ def main(argv: list[str] | None = None) -> int:
     if world > 1:
         dist.init_process_group("nccl", device_id=device)
 
+    if args.gpu_memory_limit is not None:
+        limit = zarrflow.set_gpu_memory_limit(args.gpu_memory_limit, local)
+        print(f"zarrflow GPU memory limit: {limit / 1e9:.1f} GB" if limit else
+              "zarrflow GPU memory limit: none", flush=True)
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     if args.thread_nice is not None:  # read when zarrflow makes its thread pools (below)
