@@ -16,6 +16,7 @@ tensorstore (the seed notebook's pattern), then .cuda().
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -34,6 +35,7 @@ VARS = ["u_component_of_wind", "v_component_of_wind", "temperature", "geopotenti
         "specific_humidity"]
 
 
+@functools.lru_cache(maxsize=None)
 def field_pool(n: int = 24) -> np.ndarray:
     names = ["2m_temperature"] + VARS
     return np.stack([FieldMaker(names[i % len(names)], NLAT, NLON, seed=i).at(0) for i in range(n)])
@@ -80,6 +82,41 @@ def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71,
     for ti in range(ntime):
         block = np.stack([np.roll(pool[(ti + c) % len(pool)], ti, axis=1) for c in range(channels)])
         t[ti].write(block).result()
+
+
+def write_once(path: Path, write) -> float | None:
+    """Runs `write()` unless `path` carries the `.complete` mark of an earlier run; then syncs
+    (write-back of a fresh store would compete with the timed reads) and marks it. Returns the
+    seconds it took, or None when the store was already there."""
+    if (path / ".complete").exists():
+        return None
+    t0 = time.perf_counter()
+    write()
+    os.sync()
+    (path / ".complete").touch()
+    took = time.perf_counter() - t0
+    print(f"wrote {path.name} in {took:.0f} s", file=sys.stderr, flush=True)
+    return took
+
+
+def warm_then_time(ld, epochs: int, keys) -> tuple[dict, float]:
+    """Two untimed epochs (page cache, pools, GPU cache filled), then `epochs` timed ones, each
+    batch synchronised: the loader's counters `keys` over the timed epochs, and their wall time."""
+    import torch
+
+    for e in range(2):
+        ld.set_epoch(100 + e)
+        for _ in ld:
+            pass
+    s0 = ld.stats()
+    t0 = time.perf_counter()
+    for e in range(epochs):
+        ld.set_epoch(e + 1)
+        for _ in ld:
+            torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    s1 = ld.stats()
+    return {k: s1[k] - s0[k] for k in keys}, wall
 
 
 def pool_calls() -> dict:
@@ -270,15 +307,8 @@ def main() -> int:
     store_tag = "_c640" if args.seed_chunks else ""
     wb2 = data / f"wb2_{args.ntime_wb2}{store_tag}.zarr"
     stack = data / f"stack71_{args.ntime_stack}{store_tag}.zarr"
-    pool = None
     for path, writer, nt in ((wb2, write_wb2, args.ntime_wb2), (stack, write_stack, args.ntime_stack)):
-        if not (path / ".complete").exists():
-            pool = field_pool() if pool is None else pool
-            t0 = time.perf_counter()
-            writer(path, nt, pool, chunk_hw=chunk_hw)
-            os.sync()  # write-back of a fresh store would compete with the timed reads
-            (path / ".complete").touch()
-            print(f"wrote {path.name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        write_once(path, lambda: writer(path, nt, field_pool(), chunk_hw=chunk_hw))
     wb2_vars = ["2m_temperature"] + [f"{v}@500" for v in VARS]
     stack_vars = [f"data@c{i}" for i in range(71)]
     stats_wb2 = {"mean": [0.0] * 6, "std": [1.0] * 6}

@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zarrflow  # noqa: E402
 from zarrflow import rechunk as _rechunk  # noqa: E402
 
-from bench_loader import NLAT, NLON, field_pool, write_stack  # noqa: E402
+from bench_loader import (  # noqa: E402
+    NLAT, NLON, field_pool, warm_then_time, write_once, write_stack)
 
 KEYS = ("decode_ms", "internal_batches", "gpu_decoded", "cache_hits", "stored_bytes",
         "batch_bytes", "samples", "chunks")
@@ -49,28 +50,14 @@ def store_bytes(path: Path) -> int:
 
 
 def run(store: Path, name: str, *, epochs: int) -> dict:
-    import torch
-
     workers, crop, cache_gb = RUNS[name]
     ld = zarrflow.Loader(str(store), [f"data@c{i}" for i in range(71)], batch_size=16,
                          device="cuda", dtype="float32", shuffle="block", seed=0, prefetch=2,
                          crop=crop, workers=workers, cache_gb=cache_gb, host_decode_share=0.0)
     try:
-        for e in range(2):  # page cache, pools, GPU cache filled
-            ld.set_epoch(100 + e)
-            for _ in ld:
-                pass
-        s0 = ld.stats()
-        t0 = time.perf_counter()
-        for e in range(epochs):
-            ld.set_epoch(e + 1)
-            for _ in ld:
-                torch.cuda.synchronize()
-        wall = time.perf_counter() - t0
-        s1 = ld.stats()
+        d, wall = warm_then_time(ld, epochs, KEYS)
     finally:
         ld.close()
-    d = {k: s1[k] - s0[k] for k in KEYS}
     batches = max(1, d["samples"] // 16)
     d.update(run=name, workers=workers, cache_gb=cache_gb, wall_s=wall,
              batch_GBps=d["batch_bytes"] / 1e9 / wall,
@@ -90,15 +77,9 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=103, help="rows of an inner chunk (divides 721)")
     ap.add_argument("--runs", default=",".join(RUNS))
     ap.add_argument("--stores", default="whole,rows", help="whole, rows or both")
-    ap.add_argument("--dump-after", type=float, default=0,
-                    help="print every thread's stack after this many seconds (hang hunting)")
     ap.add_argument("--gpu-memory-limit", default="0.9",
                     help="zarrflow's GPU memory limit (no model beside these loops)")
     args = ap.parse_args()
-    if args.dump_after:
-        import faulthandler
-
-        faulthandler.dump_traceback_later(args.dump_after, repeat=True)
     t_start = time.perf_counter()
     import torch
 
@@ -108,23 +89,12 @@ def main() -> int:
         ap.error(f"--rows must divide {NLAT}")
     data = Path(args.data)
     whole = data / f"stack71_{args.ntime}.zarr"
-    if not (whole / ".complete").exists():
-        t0 = time.perf_counter()
-        write_stack(whole, args.ntime, field_pool())
-        os.sync()
-        (whole / ".complete").touch()
-        print(f"wrote {whole.name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    write_once(whole, lambda: write_stack(whole, args.ntime, field_pool()))
     bands = data / f"stack71_{args.ntime}_rows{args.rows}.zarr"
-    rechunk_s = None
-    if not (bands / ".complete").exists():
-        t0 = time.perf_counter()
-        opts = _rechunk.Options(chunks={"latitude": args.rows}, shards={"latitude": NLAT},
-                                codec="zstd:3", memory=8 << 30)
-        _rechunk.rechunk(whole, bands, opts, overwrite=True, progress=False)
-        os.sync()
-        rechunk_s = time.perf_counter() - t0
-        (bands / ".complete").touch()
-        print(f"rechunked into {bands.name} in {rechunk_s:.0f} s", file=sys.stderr, flush=True)
+    opts = _rechunk.Options(chunks={"latitude": args.rows}, shards={"latitude": NLAT},
+                            codec="zstd:3", memory=8 << 30)
+    rechunk_s = write_once(bands, lambda: _rechunk.rechunk(whole, bands, opts, overwrite=True,
+                                                           progress=False))
     decoded = args.ntime * 71 * NLAT * NLON * 4
     results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "gpu": torch.cuda.get_device_name(), "cpus": len(os.sched_getaffinity(0)),

@@ -20,17 +20,16 @@ import functools
 import json
 import os
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zarrflow  # noqa: E402
 from zarrflow import loader as _loader  # noqa: E402
 
-from bench_loader import NLAT, NLON, field_pool, write_stack  # noqa: E402
+from bench_loader import (  # noqa: E402
+    NLAT, NLON, field_pool, warm_then_time, write_once, write_stack)
 
 KEYS = ("internal_batches", "gpu_idle_ms", "h2d_ms", "decode_ms", "scatter_ms", "fetch_ms",
         "enqueue_ms", "gpu_wait_ms", "read_s", "gpu_decoded", "cache_hits", "stored_bytes",
@@ -38,30 +37,18 @@ KEYS = ("internal_batches", "gpu_idle_ms", "h2d_ms", "decode_ms", "scatter_ms", 
 
 
 def run(store: Path, *, workers: int, batch_bytes: int, cache_gb: float, epochs: int) -> dict:
-    import torch
-
     orig = _loader._core.read_batch
     _loader._core.read_batch = functools.partial(orig, batch_bytes=batch_bytes)
     try:
         ld = zarrflow.Loader(str(store), [f"data@c{i}" for i in range(71)], batch_size=16,
                              device="cuda", dtype="float32", shuffle="block", seed=0, prefetch=2,
                              workers=workers, cache_gb=cache_gb, host_decode_share=0.0)
-        for e in range(2):  # page cache, pools, GPU cache filled
-            ld.set_epoch(100 + e)
-            for _ in ld:
-                pass
-        s0 = ld.stats()
-        t0 = time.perf_counter()
-        for e in range(epochs):
-            ld.set_epoch(e + 1)
-            for b in ld:
-                torch.cuda.synchronize()
-        wall = time.perf_counter() - t0
-        s1 = ld.stats()
-        ld.close()
+        try:
+            d, wall = warm_then_time(ld, epochs, KEYS)
+        finally:
+            ld.close()
     finally:
         _loader._core.read_batch = orig
-    d = {k: s1[k] - s0[k] for k in KEYS}
     chunk = NLAT * NLON * 4
     decoded = d["gpu_decoded"] * chunk  # cache hits are decoded too (and counted there)
     d.update(workers=workers, batch_bytes=batch_bytes, cache_gb=cache_gb, wall_s=wall,
@@ -89,12 +76,7 @@ def main() -> int:
     zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
 
     store = Path(args.data) / f"stack71_{args.ntime}.zarr"
-    if not (store / ".complete").exists():
-        t0 = time.perf_counter()
-        write_stack(store, args.ntime, field_pool())
-        os.sync()
-        (store / ".complete").touch()
-        print(f"wrote {store.name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    write_once(store, lambda: write_stack(store, args.ntime, field_pool()))
     gb = 1 << 30
     # (workers, batch_bytes, GPU cache GB); batch_bytes 0 = the default for the GPU's memory,
     # 2 GB = 2 GB staged as before (the staged bound set the earlier default pieces), now split

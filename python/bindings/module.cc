@@ -613,7 +613,6 @@ NB_MODULE(_core, m) {
   });
   m.def("pool_set_limit", [](std::size_t bytes) { device_reader().device_pool().set_limit(bytes); },
         "bytes"_a, "Bounds the GPU memory zarrflow's pool holds (in use and idle); 0 = none.");
-  m.def("pool_limit", []() { return device_reader().device_pool().limit(); });
   m.def("device_memory", [](int device) {
     int before = -1;
     const bool had = cudaGetDevice(&before) == cudaSuccess;

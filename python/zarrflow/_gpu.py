@@ -149,7 +149,7 @@ def set_gpu_memory_limit(limit, device: int = 0) -> int:
 def gpu_memory_limit(device: int = 0) -> int:
     """zarrflow's GPU memory limit in bytes (0 = none), the default applied if none was set."""
     ensure_memory_limit(device)
-    return int(_core.pool_limit()) if cuda_available() else 0
+    return int(memory_stats().get("device_limit", 0))
 
 
 def ensure_memory_limit(device: int = 0) -> None:

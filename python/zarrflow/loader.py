@@ -605,14 +605,13 @@ class Loader:
 
     def _fit_memory(self, cache_gb: float):
         """Prefetch and workers fitted into zarrflow's GPU memory limit (see _memory_plan)."""
-        _gpu.ensure_memory_limit(self.device_id)
         batch = (self.batch_size * (self.h + self.k) * len(self.spec.channels)
                  * int(np.prod(self.spatial_shape)) * _numpy_dtype(self.dtype).itemsize)
         with _live_lock:
             others = sum(p.held for ld, p in _planned.items() if ld.device_id == self.device_id)
         plan = fit_memory(batch, self.prefetch, self.workers,
                           int(cache_gb * 1e9) if self.cache is not None else 0,
-                          int(_core.pool_limit()), others)
+                          _gpu.gpu_memory_limit(self.device_id), others)
         if not plan.fits:
             raise LoaderError(memory_refusal(plan))
         if plan.reduced:
@@ -626,10 +625,9 @@ class Loader:
             _planned[self] = plan
         return plan
 
-    def _memory_note(self, shape: list) -> str:
+    def _memory_note(self) -> str:
         """Why a GPU loader may run out of memory, with its own figures (for the error)."""
-        batch = int(np.prod(shape)) * _numpy_dtype(self.dtype).itemsize
-        in_flight = self.prefetch + self.workers + 1
+        batch, in_flight = self.memory_plan.batch_bytes, self.memory_plan.in_flight
         mem = _gpu.memory_stats()
         gpu = ""
         try:
@@ -672,7 +670,7 @@ class Loader:
         except StoreIOError as e:
             if not self.on_gpu or "out of memory" not in str(e):
                 raise
-            raise StoreIOError(f"{e}\n{self._memory_note(shape)}") from e
+            raise StoreIOError(f"{e}\n{self._memory_note()}") from e
         t_read = time.perf_counter()
         if report:
             _gpu.say_once(report.get("notes", []))

@@ -164,13 +164,13 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
     note_in_use(capacity);
     return std::move(b);
   }
-  if (const std::size_t limit = limit_.load(); limit != 0) {
-    const std::size_t used = in_use_.load();
-    if (used + cap > limit)
-      return io_error("out of memory under zarrflow's GPU memory limit: " + gigabytes(used) +
-                      " GB in use + " + gigabytes(cap) + " GB asked > limit " + gigabytes(limit) +
-                      " GB (zarrflow.set_gpu_memory_limit)");
-    for (auto& [q, c] : cache_.shrink_to(limit - used - cap)) free_raw(q, c);  // idle goes first
+  if (limit_.load() != 0) {
+    const std::size_t left = room();
+    if (cap > left)
+      return io_error("out of memory under zarrflow's GPU memory limit: " + gigabytes(in_use()) +
+                      " GB in use + " + gigabytes(cap) + " GB asked > limit " +
+                      gigabytes(limit()) + " GB (zarrflow.set_gpu_memory_limit)");
+    for (auto& [q, c] : cache_.shrink_to(left - cap)) free_raw(q, c);  // idle goes first
   }
   auto p = allocate(cap);
   if (!p.ok()) {
@@ -226,8 +226,7 @@ void GpuMemoryPool::release(std::byte* p, std::size_t capacity) {
 void GpuMemoryPool::set_limit(std::size_t bytes) {
   limit_.store(bytes);
   if (bytes != 0)
-    for (auto& [p, cap] : cache_.shrink_to(bytes > in_use_.load() ? bytes - in_use_.load() : 0))
-      free_raw(p, cap);
+    for (auto& [p, cap] : cache_.shrink_to(room())) free_raw(p, cap);
 }
 
 std::size_t GpuMemoryPool::room() const {
