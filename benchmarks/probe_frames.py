@@ -35,7 +35,9 @@ from bench_loader import (  # noqa: E402
     NLAT, NLON, field_pool, warm_then_time, write_once, write_stack)
 
 KEYS = ("decode_ms", "internal_batches", "gpu_decoded", "cache_hits", "stored_bytes",
-        "batch_bytes", "samples", "chunks")
+        "batch_bytes", "samples", "chunks", "plan_ms", "fetch_ms", "enqueue_ms", "gpu_wait_ms",
+        "gpu_idle_ms", "read_s")
+HOST_MS = ("plan_ms", "fetch_ms", "enqueue_ms", "gpu_wait_ms", "gpu_idle_ms")
 RUNS = {  # name: (workers, crop, GPU cache GB)
     "whole": (2, None, 0.0),
     "window": (2, {"latitude": (0, 640), "longitude": (0, 1280)}, 0.0),
@@ -63,7 +65,8 @@ def run(store: Path, name: str, *, epochs: int) -> dict:
              batch_GBps=d["batch_bytes"] / 1e9 / wall,
              decode_ms_per_batch=d["decode_ms"] / batches,
              pieces_per_batch=d["internal_batches"] / batches,
-             chunks_per_batch=d["chunks"] / batches)
+             chunks_per_batch=d["chunks"] / batches, read_ms_per_batch=1e3 * d["read_s"] / batches,
+             **{k.replace("_ms", "_ms_per_batch"): d[k] / batches for k in HOST_MS})
     return d
 
 

@@ -10,7 +10,8 @@ cd "$ROOT"
 PY="${GPU_PYTHON:-/tmp/py312/bin/python}"
 BUILD=build/gpu-bundle
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZARRFLOW_BUILD_PYTHON=ON \
-  -DZARRFLOW_BUILD_TESTS=ON -DPython_EXECUTABLE="$PY" >/dev/null
+  -DZARRFLOW_BUILD_TESTS=ON -DPython_EXECUTABLE="$PY" \
+  -DZARRFLOW_KEEP_SYMBOLS="$([ "${KEEP_SYMBOLS:-0}" = 1 ] && echo ON || echo OFF)" >/dev/null
 ninja -C "$BUILD"
 rm -rf .gpu && mkdir -p .gpu/site/zarrflow .gpu/lib .gpu/bin
 cp python/zarrflow/*.py .gpu/site/zarrflow/
@@ -21,7 +22,9 @@ printf 'Metadata-Version: 2.1\nName: zarrflow\nVersion: 0.1.0\n' > .gpu/site/zar
 sed -n '/entry-points."xarray.backends"/,/^$/p' pyproject.toml | sed 's/\[project.entry-points."xarray.backends"\]/[xarray.backends]/' \
   | tr -d '"' > .gpu/site/zarrflow-0.1.0.dist-info/entry_points.txt
 cp "$BUILD"/cpp/zarrflow_*_tests .gpu/bin/
-strip --strip-unneeded .gpu/bin/* .gpu/site/zarrflow/_core*.so
+strip --strip-unneeded .gpu/bin/*
+# KEEP_SYMBOLS=1 keeps the extension's symbol table, for profiling it (py-spy --native, perf).
+[ "${KEEP_SYMBOLS:-0}" = 1 ] || strip --strip-unneeded .gpu/site/zarrflow/_core*.so
 for lib in libblosc.so.1 libisal.so.2 libdeflate.so.0 liblz4.so.1 libzstd.so.1 libsnappy.so.1; do
   src=$(ldconfig -p | awk -v l="$lib" '$1 == l && !n++ {print $NF}')
   [ -n "$src" ] && cp -L "$src" .gpu/lib/

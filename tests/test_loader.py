@@ -503,3 +503,51 @@ def test_read_batch_rejects_bad_request_tables(store):
     bad[1, 2] = -1
     with pytest.raises(zarrflow.ZarrflowError, match="writes outside"):
         _core.read_batch(arrays, bad, target)
+
+
+def sharded_store(path: Path) -> tuple[Path, np.ndarray]:
+    """A stacked (time, channel, lat, lon) array with one shard per field of 2-row inner chunks
+    (zarr-python writes it)."""
+    root = zarr.open_group(str(path), mode="w", zarr_format=3)
+    data = np.random.default_rng(1).standard_normal((NT, 3, NLAT, NLON)).astype("float32")
+    a = root.create_array("data", shape=data.shape, chunks=(1, 1, 2, NLON),
+                          shards=(1, 1, NLAT, NLON), dtype="float32",
+                          dimension_names=["time", "channel", "latitude", "longitude"],
+                          fill_value=0)
+    a[...] = data
+    a.attrs["channels"] = LABELS
+    return path, data
+
+
+SHARDED_VARS = ["data@u500", "data@z500"]
+
+
+def reread_counts(ld, check) -> list[tuple[int, int]]:
+    """(shard indexes read, reused) after each of two passes over the same samples."""
+    counts = []
+    for _ in range(2):
+        ld.set_epoch(0)
+        for batch in ld:
+            check(batch)
+        s = ld.stats()
+        counts.append((s["shard_indexes_read"], s["shard_indexes_reused"]))
+    return counts
+
+
+def test_sharded_store_reads_each_shard_index_once(tmp_path):
+    """A crop makes the reads partial (a whole shard is read in one request, index included).
+    The loader keeps each index it reads, so the second pass reads none again, and the batches
+    equal zarr-python's reads."""
+    path, data = sharded_store(tmp_path / "sharded.zarr")
+    ld = zarrflow.Loader(path, SHARDED_VARS, batch_size=4, device="cpu", output="numpy",
+                         shuffle=True, seed=3, crop={"latitude": (2, 7)})
+
+    def check(batch):
+        for i, t in enumerate(batch["time"]):
+            np.testing.assert_array_equal(batch["x"][i], data[t, [0, 2], 2:7])
+            np.testing.assert_array_equal(batch["y"][i], data[t + 1, [0, 2], 2:7])
+
+    (read1, reused1), (read2, reused2) = reread_counts(ld, check)
+    assert 0 < read1 <= NT * 2  # one shard per (time, channel)
+    assert read2 == read1
+    assert reused2 - reused1 >= read1

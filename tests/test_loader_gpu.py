@@ -11,7 +11,8 @@ import pytest
 import zarrflow
 from zarrflow._balance import DecodeBalance
 
-from test_loader import LEVELS, NLAT, NLON, NT, VARS, expected, store  # noqa: F401 (fixture)
+from test_loader import (  # noqa: F401 (store: a fixture)
+    LEVELS, NLAT, NLON, NT, SHARDED_VARS, VARS, expected, reread_counts, sharded_store, store)
 
 pytestmark = pytest.mark.gpu
 if not zarrflow.cuda_available():
@@ -124,6 +125,29 @@ def test_torch_dataset_adapter(store):
     assert len(batches) == len(ds)
     assert batches[0]["x"].shape == (4, len(VARS), NLAT, NLON)
     assert ds.state_dict()["epoch"] == 2
+
+
+@pytest.mark.parametrize("cache_gb", [0.0, 0.5])
+def test_gpu_loader_reads_each_shard_index_once(tmp_path, cache_gb):
+    """The GPU path reads shards by their index (whole fields too): the loader keeps each index,
+    with or without the chunk cache, and its batches equal zarr-python's reads."""
+    path, data = sharded_store(tmp_path / "sharded.zarr")
+    ld = zarrflow.Loader(path, SHARDED_VARS, batch_size=4, device="cuda", output="torch",
+                         shuffle=True, seed=3, cache_gb=cache_gb, host_decode_share=0.0)
+
+    def check(batch):
+        for i, t in enumerate(batch["time"].tolist()):
+            assert np.array_equal(batch["x"][i].cpu().numpy(), data[t, [0, 2]])
+            assert np.array_equal(batch["y"][i].cpu().numpy(), data[t + 1, [0, 2]])
+
+    (read1, reused1), (read2, reused2) = reread_counts(ld, check)
+    assert 0 < read1 <= NT * 2
+    assert read2 == read1
+    assert reused2 - reused1 >= read1
+    st = ld.stats()
+    assert st["gpu_decoded"] > 0 and st["cpu_decoded"] == 0
+    if cache_gb:
+        assert st["cache_hits"] > 0
 
 
 def test_gpu_chunk_cache_serves_later_epochs(store):

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tensor.h"
+#include "zarrflow/codec/shard_index_cache.h"
 #include "zarrflow/store/file_store.h"
 #include "zarrflow/store/http_store.h"
 #include "zarrflow/zarr/hierarchy.h"
@@ -92,6 +93,17 @@ Selection to_selection(const std::vector<std::int64_t>& start,
 }
 
 using AnyArray = nb::ndarray<nb::device::cpu>;
+
+nb::dict lru_stats(const LruStats& s) {
+  nb::dict d;
+  d["hits"] = s.hits;
+  d["misses"] = s.misses;
+  d["entries"] = s.entries;
+  d["evictions"] = s.evictions;
+  d["bytes"] = s.bytes;
+  d["budget"] = s.budget;
+  return d;
+}
 
 ReadOptions read_options(Executor* exec) {
   ReadOptions opts;
@@ -201,6 +213,7 @@ nb::dict report_dict(const gpu::DeviceReadReport& report) {
   r["internal_batches"] = report.batches;
   r["max_internal_batch_bytes"] = report.max_batch_decoded;
   r["gpu_idle_ms"] = report.gpu_idle_ms;
+  r["plan_ms"] = report.plan_ms;
   r["fetch_ms"] = report.fetch_ms;
   r["enqueue_ms"] = report.enqueue_ms;
   r["gpu_wait_ms"] = report.wait_ms;
@@ -377,7 +390,7 @@ nb::dict read_batch(const nb::list& arrays,
                     double host_share,
                     std::optional<nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>>
                         normalize,
-                    std::uint64_t batch_bytes) {
+                    std::uint64_t batch_bytes, ShardIndexCache* shard_indexes) {
   const auto& st = *target.state;
   const std::int64_t elem = st.dtype.size;
   std::vector<std::shared_ptr<Array>> keep;
@@ -432,9 +445,11 @@ nb::dict read_batch(const nb::list& arrays,
     if (normalize)
       throw StatusError(invalid_argument("read_batch: normalize is done on the GPU; host batches "
                                          "are normalised by the loader"));
+    ReadOptions host = read_options(exec);
+    host.shard_indexes = shard_indexes;
     {
       nb::gil_scoped_release release;
-      s = read_many(reqs, read_options(exec));
+      s = read_many(reqs, host);
     }
     throw_if_error(std::move(s));
     return out;
@@ -478,6 +493,7 @@ nb::dict read_batch(const nb::list& arrays,
   const ReadOptions host = read_options(exec);
   opts.pool = host.pool;
   opts.buffers = host.buffers;
+  opts.shard_indexes = shard_indexes;
   gpu::DeviceReadReport report;
   {
     nb::gil_scoped_release release;
@@ -573,23 +589,18 @@ NB_MODULE(_core, m) {
   m.def("read_batch", &read_batch, "arrays"_a, "requests"_a, "target"_a, "stream"_a = nb::none(),
         "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(), "cache"_a = nb::none(),
         "host_cache"_a = nb::none(), "decode_executor"_a = nb::none(), "host_share"_a = 0.0,
-        "normalize"_a = nb::none(), "batch_bytes"_a = 0);
+        "normalize"_a = nb::none(), "batch_bytes"_a = 0, "shard_indexes"_a = nb::none());
+  nb::class_<ShardIndexCache>(m, "ShardIndexCache",
+                              "Shard indexes kept across reads (the store must not change)")
+      .def(nb::init<std::uint64_t>(), "budget_bytes"_a)
+      .def("clear", &ShardIndexCache::clear)
+      .def("stats", [](const ShardIndexCache& c) { return lru_stats(c.stats()); });
 #ifdef ZARRFLOW_HAVE_CUDA
   nb::class_<gpu::ChunkCache>(m, "ChunkCache",
                               "Compressed chunks kept across reads (GPU or pinned host memory)")
       .def(nb::init<std::uint64_t>(), "budget_bytes"_a)
       .def("clear", &gpu::ChunkCache::clear)
-      .def("stats", [](const gpu::ChunkCache& c) {
-        const auto s = c.stats();
-        nb::dict d;
-        d["hits"] = s.hits;
-        d["misses"] = s.misses;
-        d["entries"] = s.entries;
-        d["evictions"] = s.evictions;
-        d["bytes"] = s.bytes;
-        d["budget"] = s.budget;
-        return d;
-      });
+      .def("stats", [](const gpu::ChunkCache& c) { return lru_stats(c.stats()); });
   nb::class_<StreamHandle>(m, "Stream", "A non-blocking CUDA stream of zarrflow's own.")
       .def(nb::init<int>(), "device"_a = 0)
       .def_prop_ro("handle",

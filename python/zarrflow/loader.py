@@ -248,6 +248,7 @@ class Stats:
     # (reads, host decoding), enqueueing (tables, launches) and waiting for the GPU.
     internal_batches: int = 0
     gpu_idle_ms: float = 0.0
+    plan_ms: float = 0.0          # host time before a read's first piece (leaf chunks, sizes)
     fetch_ms: float = 0.0
     enqueue_ms: float = 0.0
     gpu_wait_ms: float = 0.0
@@ -275,6 +276,7 @@ class Stats:
 
 
 TIMELINE_LEN = 1024
+SHARD_INDEX_BUDGET = 256 << 20  # host bytes of shard indexes a loader keeps (~10^6 shards)
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
 
@@ -326,6 +328,10 @@ class Loader:
     transport settings when ``store`` is an s3://, gs:// or http(s):// URL), ``prime_next_epoch``
     (default True: when an epoch ends, its first ``prefetch`` batches of the next one are read in
     the background, so validation or checkpointing hides the start of the next epoch).
+
+    The loader assumes that the store does not change while it reads it: it keeps the index of
+    every shard it has read (host memory, up to ``SHARD_INDEX_BUDGET`` bytes), so that later
+    batches read only the inner chunks; a chunk cache likewise keeps what it has read.
     """
 
     def __init__(self, store: Any, variables: Sequence[str], *, batch_size: int = 16,
@@ -422,6 +428,8 @@ class Loader:
         self.cache = _core.ChunkCache(int(cache_gb * 1e9)) if cache_gb > 0 and self.on_gpu else None
         self.host_cache = (_core.ChunkCache(int(host_cache_gb * 1e9))
                            if host_cache_gb > 0 and self.on_gpu else None)
+        # Shard indexes, read once per shard rather than once per batch (see the docstring).
+        self.shard_indexes = _core.ShardIndexCache(SHARD_INDEX_BUDGET)
         self._pid = os.getpid()
         self.epoch = 0
         self._resume = 0           # batches of self.epoch already consumed (state_dict)
@@ -666,7 +674,8 @@ class Loader:
             report = _core.read_batch(arrays, table, raw, stream, self.gpu_decode,
                                       "auto", self._executor, self.cache, self.host_cache,
                                       self._decode_executor, share,
-                                      self._row_norms(len(table)) if fused else None)
+                                      self._row_norms(len(table)) if fused else None,
+                                      shard_indexes=self.shard_indexes)
         except StoreIOError as e:
             if not self.on_gpu or "out of memory" not in str(e):
                 raise
@@ -690,7 +699,7 @@ class Loader:
                  "nans": int(nans)}
         for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
                     "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms", "scatter_ms",
-                    "host_transformed", "internal_batches", "gpu_idle_ms", "fetch_ms",
+                    "host_transformed", "internal_batches", "gpu_idle_ms", "plan_ms", "fetch_ms",
                     "enqueue_ms", "gpu_wait_ms", "limit_wait_ms"):
             if report and key in report:
                 delta[key] = report[key]
@@ -755,7 +764,7 @@ class Loader:
         with _live_lock:
             _planned.pop(self, None)
         self._drop_primed()
-        for cache in (self.cache, self.host_cache):
+        for cache in (self.cache, self.host_cache, self.shard_indexes):
             if cache is not None:
                 cache.clear()
 
@@ -851,6 +860,8 @@ class Loader:
         """Counters since the loader was made: bytes, chunks, cache of shared chunks, waits."""
         d = self.stats_.as_dict()
         d["host_decode_share"] = self.decode_share
+        idx = self.shard_indexes.stats()  # counted since the loader was made
+        d["shard_indexes_read"], d["shard_indexes_reused"] = idx["misses"], idx["hits"]
         if self._balance is not None:
             d["decode_moves_to_gpu"] = self._balance.to_gpu
             d["decode_moves_to_host"] = self._balance.to_host

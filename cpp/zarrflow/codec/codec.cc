@@ -4,6 +4,8 @@
 
 namespace zarrflow {
 
+std::string LeafRead::where() const { return "inner chunk " + format_coords(inner); }
+
 std::int64_t ChunkSpec::num_elements() const {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;  // bounded at metadata validation time

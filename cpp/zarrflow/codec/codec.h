@@ -37,10 +37,13 @@ struct ChunkSpec {
 };
 
 // Per-read resources handed down the chain. All pointers may be null (serial, plain malloc).
+class ShardIndexCache;
+
 struct DecodeContext {
   ThreadPool* pool = nullptr;
   BufferPool* buffers = nullptr;
   CoalesceOptions coalesce;
+  ShardIndexCache* shard_indexes = nullptr;  // optional: shard indexes kept across reads
 
   [[nodiscard]] Buffer acquire(std::size_t n) const {
     return buffers ? buffers->acquire(n) : Buffer(n);
@@ -57,7 +60,9 @@ struct LeafRead {
   const CodecChain* chain;
   Selection sel;
   StridedView dest;
-  std::string where;
+  Shape inner;  // the inner chunk's coordinates within its shard
+
+  [[nodiscard]] std::string where() const;  // "inner chunk [0,3]" (for error messages)
 };
 
 enum class CodecKind : std::uint8_t { kArrayToArray, kArrayToBytes, kBytesToBytes };

@@ -15,6 +15,7 @@
 #include "zarrflow/codec/builtin.h"
 #include "zarrflow/codec/codec_chain.h"
 #include "zarrflow/codec/json_config.h"
+#include "zarrflow/codec/shard_index_cache.h"
 #include "zarrflow/codec/sharding_indexed.h"
 #include "zarrflow/store/range_coalescer.h"
 
@@ -22,12 +23,6 @@ namespace zarrflow {
 namespace {
 
 constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
-
-std::string coords(const Shape& c) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < c.size(); ++i) s += (i ? "," : "") + std::to_string(c[i]);
-  return s + "]";
-}
 
 class ShardingCodec final : public ArrayToBytesCodec {
  public:
@@ -42,7 +37,7 @@ class ShardingCodec final : public ArrayToBytesCodec {
 
   [[nodiscard]] std::string name() const override { return "sharding_indexed"; }
   [[nodiscard]] std::string describe() const override {
-    return "sharding_indexed(chunk_shape=" + coords(inner_shape_) + ", index at " +
+    return "sharding_indexed(chunk_shape=" + format_coords(inner_shape_) + ", index at " +
            (index_at_end_ ? "end" : "start") + ") [" + inner_.describe() + "]";
   }
   [[nodiscard]] std::optional<std::int64_t> encoded_size(const ChunkSpec&) const override {
@@ -70,7 +65,7 @@ class ShardingCodec final : public ArrayToBytesCodec {
       }
       return inner_
           .decode_into(encoded.subspan(entry->offset, entry->length), blk.in_chunk, view, ctx)
-          .annotate("inner chunk " + coords(blk.chunk));
+          .annotate("inner chunk " + format_coords(blk.chunk));
     });
   }
 
@@ -78,45 +73,15 @@ class ShardingCodec final : public ArrayToBytesCodec {
                            const StridedView& dest, const DecodeContext& ctx,
                            std::vector<LeafRead>& reads, std::vector<StridedView>& fills,
                            bool& found) const override {
-    // The index and the shard's size (for validating entries) in one request where the index is
-    // at the end: a suffix read (on object stores a separate size query is a round trip).
-    std::uint64_t shard_size = 0;
-    Buffer index_bytes;
-    if (index_at_end_) {
-      auto tail = reader.read_tail(index_size_);
-      if (!tail.ok() && tail.status().code() == ErrorCode::kCorruptData)
-        return corrupt_data("sharding_indexed: shard is shorter than its " +
-                            std::to_string(index_size_) + "-byte index (" +
-                            tail.status().message() + ")");
-      ZF_RETURN_IF_ERROR(tail.status());
-      found = tail->has_value();
-      if (!found) return {};
-      shard_size = (*tail)->total_size;
-      index_bytes = std::move((*tail)->bytes);
-    } else {
-      ZF_ASSIGN_OR_RETURN(auto size, reader.size());
-      found = size.has_value();
-      if (!found) return {};
-      shard_size = *size;
-      if (shard_size < index_size_)
-        return corrupt_data("sharding_indexed: shard has " + std::to_string(shard_size) +
-                            " bytes, less than its " + std::to_string(index_size_) + "-byte index");
-      const ByteRange index_range = ByteRange::of(0, index_size_);
-      ZF_ASSIGN_OR_RETURN(auto index_parts, reader.read({&index_range, 1}));
-      if (!index_parts) {  // deleted between size() and read()
-        found = false;
-        return {};
-      }
-      index_bytes = std::move((*index_parts)[0]);
-    }
-    ZF_ASSIGN_OR_RETURN(auto index, decode_index(index_bytes.span(), ctx));
+    ZF_ASSIGN_OR_RETURN(auto index, load_index(reader, ctx));
+    found = index->found;
+    if (!found) return {};
     for (const auto& blk : chunk_blocks(sel, inner_shape_)) {
-      ZF_ASSIGN_OR_RETURN(auto entry, lookup(index, blk.chunk, shard_size));
+      ZF_ASSIGN_OR_RETURN(auto entry, lookup(index->entries, blk.chunk, index->shard_size));
       if (!entry) {
         fills.push_back(block_view(dest, blk));
       } else {
-        reads.push_back({*entry, &inner_, blk.in_chunk, block_view(dest, blk),
-                         "inner chunk " + coords(blk.chunk)});
+        reads.push_back({*entry, &inner_, blk.in_chunk, block_view(dest, blk), blk.chunk});
       }
     }
     return {};
@@ -139,7 +104,7 @@ class ShardingCodec final : public ArrayToBytesCodec {
         WindowReader window(reader, it.range.offset, it.range.length);
         bool inner_found = true;
         return inner_.partial_decode_into(window, it.sel, it.dest, ctx, inner_found)
-            .annotate(it.where);
+            .annotate(it.where());
       });
     }
     std::vector<ByteRange> ranges;
@@ -157,13 +122,60 @@ class ShardingCodec final : public ArrayToBytesCodec {
         ZF_RETURN_IF_ERROR_CTX(
             inner_.decode_into(bytes.subspan(it.range.offset - g.offset, it.range.length), it.sel,
                                it.dest, ctx),
-            it.where);
+            it.where());
       }
       return {};
     });
   }
 
  private:
+  // The shard's index and size, from the cache in `ctx` when it has them. The index and the
+  // size (for validating entries) come in one request where the index is at the end: a suffix
+  // read (on object stores a separate size query is a round trip).
+  Result<std::shared_ptr<const ShardIndex>> load_index(const ByteReader& reader,
+                                                      const DecodeContext& ctx) const {
+    std::string name;
+    if (ctx.shard_indexes != nullptr) {
+      name = reader.describe();
+      if (auto hit = ctx.shard_indexes->find(name)) return *hit;
+    }
+    auto index = std::make_shared<ShardIndex>();
+    Buffer index_bytes;
+    if (index_at_end_) {
+      auto tail = reader.read_tail(index_size_);
+      if (!tail.ok() && tail.status().code() == ErrorCode::kCorruptData)
+        return corrupt_data("sharding_indexed: shard is shorter than its " +
+                            std::to_string(index_size_) + "-byte index (" +
+                            tail.status().message() + ")");
+      ZF_RETURN_IF_ERROR(tail.status());
+      index->found = tail->has_value();
+      if (index->found) {
+        index->shard_size = (*tail)->total_size;
+        index_bytes = std::move((*tail)->bytes);
+      }
+    } else {
+      ZF_ASSIGN_OR_RETURN(auto size, reader.size());
+      index->found = size.has_value();
+      if (index->found) {
+        index->shard_size = *size;
+        if (index->shard_size < index_size_)
+          return corrupt_data("sharding_indexed: shard has " + std::to_string(index->shard_size) +
+                              " bytes, less than its " + std::to_string(index_size_) +
+                              "-byte index");
+        const ByteRange index_range = ByteRange::of(0, index_size_);
+        ZF_ASSIGN_OR_RETURN(auto index_parts, reader.read({&index_range, 1}));
+        index->found = index_parts.has_value();  // false: deleted between size() and read()
+        if (index->found) index_bytes = std::move((*index_parts)[0]);
+      }
+    }
+    if (index->found) {
+      ZF_ASSIGN_OR_RETURN(index->entries, decode_index(index_bytes.span(), ctx));
+    }
+    if (ctx.shard_indexes != nullptr)
+      ctx.shard_indexes->insert(name, index, name.size() + 8 * index->entries.size() + 96);
+    return std::shared_ptr<const ShardIndex>(std::move(index));
+  }
+
   // (offset, nbytes) of every inner chunk, validated against nothing yet.
   Result<std::vector<std::uint64_t>> decode_index(ConstByteSpan bytes,
                                                   const DecodeContext& ctx) const {
@@ -186,17 +198,20 @@ class ShardingCodec final : public ArrayToBytesCodec {
       linear = linear * static_cast<std::size_t>(grid_[i]) + static_cast<std::size_t>(c[i]);
     const std::uint64_t offset = index[2 * linear], nbytes = index[2 * linear + 1];
     if (offset == kEmpty && nbytes == kEmpty) return std::optional<ByteRange>();
-    const std::string where = "shard index entry for inner chunk " + coords(c) + " (offset " +
-                              std::to_string(offset) + ", nbytes " + std::to_string(nbytes) + ")";
+    // Built only for an error: this runs for every inner chunk of every read.
+    const auto where = [&] {
+      return "shard index entry for inner chunk " + format_coords(c) + " (offset " +
+             std::to_string(offset) + ", nbytes " + std::to_string(nbytes) + ")";
+    };
     std::uint64_t end = 0;
     if (offset == kEmpty || nbytes == kEmpty || __builtin_add_overflow(offset, nbytes, &end) ||
         end > shard_size)
-      return corrupt_data(where + " points past the end of the " + std::to_string(shard_size) +
+      return corrupt_data(where() + " points past the end of the " + std::to_string(shard_size) +
                           "-byte shard");
     const std::uint64_t index_begin = index_at_end_ ? shard_size - index_size_ : 0;
     const std::uint64_t index_end = index_begin + index_size_;
     if (nbytes > 0 && offset < index_end && end > index_begin)
-      return corrupt_data(where + " overlaps the shard index");
+      return corrupt_data(where() + " overlaps the shard index");
     return std::optional(ByteRange::of(offset, nbytes));
   }
 
@@ -237,10 +252,10 @@ Result<std::shared_ptr<const Codec>> make_sharding(const nlohmann::json& cfg,
   Shape grid(inner_shape.size());
   for (std::size_t i = 0; i < inner_shape.size(); ++i) {
     if (inner_shape[i] <= 0)
-      return invalid_metadata("'chunk_shape' entries must be positive, got " + coords(inner_shape));
+      return invalid_metadata("'chunk_shape' entries must be positive, got " + format_coords(inner_shape));
     if (spec.shape[i] % inner_shape[i] != 0)
-      return invalid_metadata("inner chunk shape " + coords(inner_shape) +
-                              " does not divide the shard shape " + coords(spec.shape));
+      return invalid_metadata("inner chunk shape " + format_coords(inner_shape) +
+                              " does not divide the shard shape " + format_coords(spec.shape));
     grid[i] = spec.shape[i] / inner_shape[i];
   }
   ZF_ASSIGN_OR_RETURN(std::string location, config::get_string(cfg, "index_location", "end"));

@@ -12,6 +12,12 @@ bool Selection::is_full(const Shape& shape) const {
   return true;
 }
 
+std::string format_coords(const Shape& c) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < c.size(); ++i) s += (i ? "," : "") + std::to_string(c[i]);
+  return s + "]";
+}
+
 bool Selection::empty() const {
   for (auto c : count)
     if (c == 0) return true;

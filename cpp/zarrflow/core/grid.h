@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "zarrflow/core/strided.h"
@@ -40,6 +41,9 @@ struct ChunkBlock {
 
 // Every chunk the selection touches (C order of chunk coordinates), with its part.
 std::vector<ChunkBlock> chunk_blocks(const Selection& sel, const Shape& chunk_shape);
+
+// "[0,3]": grid coordinates in error messages.
+std::string format_coords(const Shape& c);
 
 // The sub-view of `dest` (shaped like the whole selection) that receives `block`.
 StridedView block_view(const StridedView& dest, const ChunkBlock& block);

@@ -74,7 +74,8 @@ Status Array::read(const Selection& region, const StridedView& dest,
   if (region.empty()) return {};
   const auto blocks = chunk_blocks(region, md_.chunk_shape);
   ThreadPool* pool = store_->io_pool() != nullptr ? store_->io_pool() : options.pool;
-  const DecodeContext ctx{pool, options.buffers, store_->coalescing()};
+  DecodeContext ctx{pool, options.buffers, store_->coalescing()};
+  ctx.shard_indexes = options.shard_indexes;
   return parallel_for(pool, blocks.size(), [&](std::size_t i) -> Status {
     return read_chunk(blocks[i], block_view(dest, blocks[i]), ctx);
   });

@@ -25,6 +25,7 @@ namespace zarrflow {
 struct ReadOptions {
   ThreadPool* pool = nullptr;     // chunk-parallel decode; null = the calling thread only
   BufferPool* buffers = nullptr;  // scratch for decompression; null = plain allocations
+  ShardIndexCache* shard_indexes = nullptr;  // optional: shard indexes kept across reads
 };
 
 // What is stored for an array (for `inspect`).

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "zarrflow/codec/shard_index_cache.h"
 #include "zarrflow/store/memory_store.h"
 #include "zarrflow/zarr/hierarchy.h"
 
@@ -55,12 +56,12 @@ std::shared_ptr<Array> open_array(std::shared_ptr<Store> store, const std::strin
 }
 
 std::vector<std::int32_t> read(const Array& arr, const Selection& sel, Status* status = nullptr,
-                               ThreadPool* pool = nullptr) {
+                               ThreadPool* pool = nullptr, ShardIndexCache* indexes = nullptr) {
   std::int64_t n = 1;
   for (auto c : sel.count) n *= c;
   std::vector<std::int32_t> out(static_cast<std::size_t>(n), -7);
   StridedView v{reinterpret_cast<std::byte*>(out.data()), sel.count, c_strides(sel.count, 4)};
-  Status s = arr.read(sel, v, ReadOptions{pool, nullptr});
+  Status s = arr.read(sel, v, ReadOptions{pool, nullptr, indexes});
   if (status)
     *status = s;
   else
@@ -221,6 +222,51 @@ TEST(Array, ShardIndexPointingIntoTheIndexIsCorrupt) {
   auto past = open_array(make_sharded("end", 1000), "sh");
   read(*past, Selection::full({4, 4}), &s);
   EXPECT_NE(s.message().find("points past the end"), std::string::npos) << s.message();
+}
+
+TEST(Array, ShardIndexCacheReadsEachIndexOnce) {
+  for (const char* loc : {"start", "end"}) {
+    auto store = make_sharded(loc);
+    auto arr = open_array(store, "sh");
+    ShardIndexCache indexes(1 << 20);
+    const Selection part{{1, 1}, {2, 1}, {2, 1}};  // a partial read: (1,1), (3,1)
+    const std::vector<std::int32_t> want{value(1, 1), value(3, 1)};
+    EXPECT_EQ(read(*arr, part, nullptr, nullptr, &indexes), want) << loc;
+    EXPECT_EQ(read(*arr, part, nullptr, nullptr, &indexes), want) << loc;
+    EXPECT_EQ(indexes.stats().misses, 1) << loc;
+    EXPECT_EQ(indexes.stats().hits, 1) << loc;
+    // The shard's index now points past its end; the cache still holds the index it read (the
+    // store is assumed not to change), a read without it sees the corruption.
+    auto corrupt = make_sharded(loc, 1000);
+    const Buffer shard = std::move(*corrupt->get("sh/c.0.0").value());
+    ASSERT_TRUE(store->set("sh/c.0.0", shard.span()).ok());
+    EXPECT_EQ(read(*arr, part, nullptr, nullptr, &indexes), want) << loc;
+    Status s;
+    read(*arr, Selection{{0, 0}, {2, 1}, {2, 1}}, &s);
+    EXPECT_EQ(s.code(), ErrorCode::kCorruptData) << loc;
+  }
+}
+
+TEST(Array, ShardIndexCacheKeepsAbsentShardsButNotErrors) {
+  auto store = make_sharded("end");
+  const std::vector<std::byte> truncated(10);  // shorter than its 64-byte index
+  ASSERT_TRUE(store->set("sh/c.0.0", truncated).ok());
+  auto arr = open_array(store, "sh");
+  ShardIndexCache indexes(1 << 20);
+  const Selection part{{0, 0}, {2, 1}, {2, 1}};
+  for (int i = 0; i < 2; ++i) {
+    Status s;
+    read(*arr, part, &s, nullptr, &indexes);
+    EXPECT_NE(s.message().find("shorter than its 64-byte index"), std::string::npos)
+        << s.message();
+  }
+  EXPECT_EQ(indexes.stats().entries, 0);
+  EXPECT_EQ(indexes.stats().misses, 2);
+  store->erase("sh/c.0.0");  // absent: fill values, and the cache remembers it
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(read(*arr, part, nullptr, nullptr, &indexes), (std::vector<std::int32_t>{-1, -1}));
+  EXPECT_EQ(indexes.stats().entries, 1);
+  EXPECT_EQ(indexes.stats().hits, 1);
 }
 
 }  // namespace

@@ -28,14 +28,13 @@
 #include <string>
 #include <vector>
 
-#include <list>
-#include <mutex>
 #include <optional>
-#include <unordered_map>
 
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/framing.h"
+#include "zarrflow/codec/shard_index_cache.h"
 #include "zarrflow/core/gpu/device_memory.h"
+#include "zarrflow/core/lru_cache.h"
 #include "zarrflow/core/normalize.h"
 #include "zarrflow/zarr/array.h"
 
@@ -59,26 +58,21 @@ struct CachedChunk {
 // not to change while its chunks are cached. Thread-safe.
 class ChunkCache {
  public:
-  explicit ChunkCache(std::uint64_t budget_bytes) : budget_(budget_bytes) {}
-  std::shared_ptr<const CachedChunk> find(const std::string& key);
-  void insert(const std::string& key, std::shared_ptr<const CachedChunk> chunk);
-  void erase(const std::string& key);
-  void clear();
-
-  struct Stats {
-    std::int64_t hits = 0, misses = 0, entries = 0, evictions = 0;
-    std::uint64_t bytes = 0, budget = 0;
-  };
-  Stats stats() const;
+  explicit ChunkCache(std::uint64_t budget_bytes) : lru_(budget_bytes) {}
+  std::shared_ptr<const CachedChunk> find(const std::string& key) {
+    return lru_.find(key).value_or(nullptr);
+  }
+  void insert(const std::string& key, std::shared_ptr<const CachedChunk> chunk) {
+    const std::uint64_t size = chunk->bytes.capacity();
+    lru_.insert(key, std::move(chunk), size);
+  }
+  void erase(const std::string& key) { lru_.erase(key); }
+  void clear() { lru_.clear(); }
+  using Stats = LruStats;
+  Stats stats() const { return lru_.stats(); }
 
  private:
-  using Lru = std::list<std::pair<std::string, std::shared_ptr<const CachedChunk>>>;
-  mutable std::mutex mu_;
-  Lru lru_;  // most recent first
-  std::unordered_map<std::string, Lru::iterator> index_;
-  std::uint64_t budget_;
-  std::uint64_t bytes_ = 0;
-  std::int64_t hits_ = 0, misses_ = 0, evictions_ = 0;
+  LruCache<std::shared_ptr<const CachedChunk>> lru_;
 };
 // kAuto/kPinned: buffered pread into pinned staging. kDirect: O_DIRECT into pinned staging (no
 // page cache: measured slower than buffered reads on our virtio test host, so opt-in).
@@ -94,6 +88,7 @@ struct DeviceReadOptions {
   cudaStream_t stream = nullptr;     // the caller's stream (null = the legacy default stream)
   ChunkCache* cache = nullptr;       // optional cache of compressed chunks in GPU memory
   ChunkCache* host_cache = nullptr;  // optional cache of compressed chunks in pinned host memory
+  ShardIndexCache* shard_indexes = nullptr;  // optional: shard indexes kept across reads
   // Compressed bytes staged per internal batch; 0 = chosen per codec: for chains decoded by
   // nvCOMP's zstd/deflate, whose calls have a fixed latency, 1/24 of the GPU's memory (at most
   // 8 GB; less when the GPU is full) staged and as much decoded; for the others 256 MB staged
@@ -141,6 +136,9 @@ struct DeviceReadReport {
   std::int64_t batches = 0;
   std::uint64_t max_batch_decoded = 0;  // decoded bytes of chunks in the largest of them
   double gpu_idle_ms = 0, fetch_ms = 0, enqueue_ms = 0, wait_ms = 0;
+  // Host wall time before the first piece: chunks and shard indexes → leaf chunks, duplicates,
+  // cache lookups, sizes. The GPU has nothing of this read to do meanwhile.
+  double plan_ms = 0;
   double limit_wait_ms = 0;  // waits for memory other reads held under the pool's limit
   std::uint64_t nans = 0;             // NaN elements read by requests with an ElementTransform
   std::int64_t host_transformed = 0;  // blocks of those normalised and cast by the host threads

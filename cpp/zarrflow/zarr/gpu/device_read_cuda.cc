@@ -8,6 +8,7 @@
 #include <set>
 #include <span>
 #include <tuple>
+#include <unordered_map>
 
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/framing.h"
@@ -38,9 +39,11 @@ struct Item {
   std::optional<ByteRange> range;  // its bytes within the value (inner chunks of shards)
   const CodecChain* chain = nullptr;
   const ChainProgram* program = nullptr;
-  Selection sel;      // decoded coordinates
-  StridedView dest;   // device memory, decoded coordinates
-  std::string where;  // "chunk 'c/0/1'" or "chunk 'c/0': inner chunk [0,3]"
+  Selection sel;     // decoded coordinates
+  StridedView dest;  // device memory, decoded coordinates
+  // Where it is, for error messages (formatted only then: a read has up to ~10^5 items).
+  Shape chunk;  // the array's chunk (shard)
+  Shape inner;  // the inner chunk within the shard; empty when not sharded
   const std::vector<std::byte>* fill = nullptr;
   const ElementTransform* tf = nullptr;  // null: elements as stored
   // The host threads apply `tf` into the batch's pinned converted blocks at this offset (chunks
@@ -70,6 +73,15 @@ struct Item {
   std::shared_ptr<const CachedChunk> host_cached;  // ... or in pinned host memory
   std::string cache_key;
 };
+// Items are moved as the read's vector grows and is regrouped; a copy would cost strings.
+static_assert(std::is_nothrow_move_constructible_v<Item>);
+
+// "chunk 'c/0/1'" or "chunk 'c/0': inner chunk [0,3]".
+std::string where(const Item& it) {
+  std::string s = "chunk '" + it.arr->relative_chunk_key(it.chunk) + "'";
+  if (!it.inner.empty()) s += ": inner chunk " + format_coords(it.inner);
+  return s;
+}
 
 // Two items of one stored chunk want the same decoded block, converted the same way.
 bool same_block(const Item& a, const Item& b) {
@@ -239,7 +251,7 @@ class ReadOp {
   Status read_converted(Item& it, std::byte* dst, std::atomic<std::uint64_t>& nans) const;
   Status upload_cpu_decoded(const Item& it, const std::byte* staged);
   Status annotate(const Item& it, Status s) const {
-    return std::move(s).annotate(it.arr->describe() + ": " + it.where);
+    return std::move(s).annotate(it.arr->describe() + ": " + where(it));
   }
 
   const DeviceReadOptions& opt_;
@@ -317,63 +329,59 @@ Status ReadOp::gather(const Array& arr_, const Selection& region, const StridedV
   const CodecChain& chain = arr_.codecs();
   const auto blocks = chunk_blocks(region, arr_.metadata().chunk_shape);
   const auto* fill = &chain.spec().fill_value;
+  const auto item = [&](const ChunkBlock& b) {
+    Item it;
+    it.arr = &arr_;
+    it.chain = &chain;
+    it.chunk = b.chunk;
+    it.fill = fill;
+    it.tf = tf;
+    return it;
+  };
+  // (No exact reserve here: a batch gathers many requests, and growing by exactly each one's
+  // items would move the whole vector every time.)
   if (!chain.supports_partial_read()) {
-    items_.reserve(blocks.size());
     for (const auto& b : blocks) {
-      Item it;
-      it.arr = &arr_;
+      Item& it = items_.emplace_back(item(b));
       it.key = arr_.chunk_key(b.chunk);
-      it.chain = &chain;
       it.sel = b.in_chunk;
       it.dest = block_view(dest, b);
-      it.where = "chunk '" + arr_.relative_chunk_key(b.chunk) + "'";
-      it.fill = fill;
-      it.tf = tf;
-      items_.push_back(std::move(it));
     }
     return {};
   }
-  // Sharded: read every shard's index (in parallel), then one item per inner chunk.
+  // Sharded: read every shard's index (in parallel; or take it from the options' index cache),
+  // then one item per inner chunk.
   std::vector<std::vector<Item>> per_shard(blocks.size());
-  const DecodeContext ctx{nullptr, opt_.buffers, arr_.store().coalescing()};
+  DecodeContext ctx{nullptr, opt_.buffers, arr_.store().coalescing()};
+  ctx.shard_indexes = opt_.shard_indexes;
   ThreadPool* pool = fetch_pool(arr_.store(), opt_.pool);
   ZF_RETURN_IF_ERROR(parallel_for(pool, blocks.size(), [&](std::size_t i) -> Status {
     const ChunkBlock& b = blocks[i];
     const std::string key = arr_.chunk_key(b.chunk);
-    const std::string where = "chunk '" + arr_.relative_chunk_key(b.chunk) + "'";
     StoreKeyReader reader(arr_.store(), key);
     std::vector<LeafRead> reads;
     std::vector<StridedView> fills;
     bool found = true;
     const StridedView view = block_view(dest, b);
     Status s = chain.plan_partial_read(reader, b.in_chunk, view, ctx, reads, fills, found);
-    if (!s.ok()) return std::move(s).annotate(arr_.describe() + ": " + where);
+    if (!s.ok()) return std::move(s).annotate(arr_.describe() + ": " + where(item(b)));
     auto& out = per_shard[i];
     if (!found) fills.push_back(view);
+    out.reserve(fills.size() + reads.size());
     for (const auto& f : fills) {
-      Item it;
-      it.arr = &arr_;
+      Item& it = out.emplace_back(item(b));
       it.mode = Mode::kFill;
       it.dest = f;
-      it.chain = &chain;
-      it.fill = fill;
-      it.tf = tf;
-      it.where = where;
       it.sel.count = f.shape;
-      out.push_back(std::move(it));
     }
     for (auto& r : reads) {
-      Item it;
-      it.arr = &arr_;
+      Item& it = out.emplace_back(item(b));
       it.key = key;
       it.range = r.range;
       it.chain = r.chain;
-      it.sel = r.sel;
-      it.dest = r.dest;
-      it.fill = fill;
-      it.tf = tf;
-      it.where = where + ": " + r.where;
-      out.push_back(std::move(it));
+      it.sel = std::move(r.sel);
+      it.dest = std::move(r.dest);
+      it.inner = std::move(r.inner);
     }
     return {};
   }));
@@ -382,17 +390,40 @@ Status ReadOp::gather(const Array& arr_, const Selection& region, const StridedV
   return {};
 }
 
+// Items are the same stored chunk when their store, key and byte range agree.
+struct StoredChunkId {
+  const Store* store;
+  std::string_view key;
+  std::uint64_t offset, length;
+  bool operator==(const StoredChunkId&) const = default;
+};
+struct StoredChunkHash {
+  std::size_t operator()(const StoredChunkId& k) const {
+    std::size_t h = std::hash<std::string_view>()(k.key);
+    for (std::uint64_t v : {std::uint64_t(reinterpret_cast<std::uintptr_t>(k.store)), k.offset,
+                            k.length})
+      h ^= std::hash<std::uint64_t>()(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+
 void ReadOp::mark_duplicates() {
   if (opt_.io == IoPath::kCuFile) return;  // cuFile reads go to device memory: no shared staging
-  std::map<std::tuple<const Store*, std::string, std::uint64_t, std::uint64_t>, std::size_t> first;
+  std::unordered_map<StoredChunkId, std::size_t, StoredChunkHash> first;
+  first.reserve(items_.size());
+  bool any = false;
   for (std::size_t i = 0; i < items_.size(); ++i) {
     Item& it = items_[i];
     if (it.mode == Mode::kFill) continue;
-    const auto key = std::make_tuple(&it.arr->store(), it.key, it.range ? it.range->offset : 0,
-                                     it.range ? it.range->length : ~std::uint64_t{0});
-    auto [pos, inserted] = first.emplace(key, i);
-    if (!inserted && items_[pos->second].chain == it.chain) it.dup_of = std::int64_t(pos->second);
+    const StoredChunkId id{&it.arr->store(), it.key, it.range ? it.range->offset : 0,
+                           it.range ? it.range->length : ~std::uint64_t{0}};
+    auto [pos, inserted] = first.emplace(id, i);
+    if (!inserted && items_[pos->second].chain == it.chain) {
+      it.dup_of = std::int64_t(pos->second);
+      any = true;
+    }
   }
+  if (!any) return;
   // Each duplicate moves right behind its first occurrence (the others keep their order), so
   // that no internal batch boundary falls between them: a duplicate in a later batch than its
   // first occurrence is read and decoded again (x at t+1 is y at t, requested far apart).
@@ -414,6 +445,7 @@ void ReadOp::mark_duplicates() {
 }
 
 Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
+  const auto t_plan = std::chrono::steady_clock::now();
   for (const auto& r : requests) ZF_RETURN_IF_ERROR(r.array->validate_region(r.region, r.dest));
   const auto& tfs = opt_.transforms;
   if (!tfs.empty() && tfs.size() != requests.size())
@@ -543,6 +575,7 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   std::uint64_t remaining = decoded_binds ? total_decoded : total_staged;
   std::size_t i = 0;
   std::uint64_t made = 0;  // pieces so far
+  report_.plan_ms += ms_since(t_plan);
   report_.io = opt_.io == IoPath::kDirect ? "O_DIRECT → pinned staging → H2D copy per batch"
                                           : "pread → pinned staging → H2D copy per batch";
   while (i < items_.size()) {
@@ -1395,54 +1428,6 @@ Status ReadOp::finish(Batch& b) {
 }
 
 }  // namespace
-
-std::shared_ptr<const CachedChunk> ChunkCache::find(const std::string& key) {
-  std::lock_guard lock(mu_);
-  auto it = index_.find(key);
-  if (it == index_.end()) {
-    ++misses_;
-    return nullptr;
-  }
-  lru_.splice(lru_.begin(), lru_, it->second);
-  ++hits_;
-  return it->second->second;
-}
-
-void ChunkCache::insert(const std::string& key, std::shared_ptr<const CachedChunk> chunk) {
-  const std::uint64_t size = chunk->bytes.capacity();
-  std::lock_guard lock(mu_);
-  if (size > budget_ || index_.count(key)) return;
-  while (bytes_ + size > budget_ && !lru_.empty()) {
-    bytes_ -= lru_.back().second->bytes.capacity();
-    index_.erase(lru_.back().first);
-    lru_.pop_back();
-    ++evictions_;
-  }
-  lru_.emplace_front(key, std::move(chunk));
-  index_[key] = lru_.begin();
-  bytes_ += size;
-}
-
-void ChunkCache::erase(const std::string& key) {
-  std::lock_guard lock(mu_);
-  auto it = index_.find(key);
-  if (it == index_.end()) return;
-  bytes_ -= it->second->second->bytes.capacity();
-  lru_.erase(it->second);
-  index_.erase(it);
-}
-
-void ChunkCache::clear() {
-  std::lock_guard lock(mu_);
-  lru_.clear();
-  index_.clear();
-  bytes_ = 0;
-}
-
-ChunkCache::Stats ChunkCache::stats() const {
-  std::lock_guard lock(mu_);
-  return {hits_, misses_, static_cast<std::int64_t>(index_.size()), evictions_, bytes_, budget_};
-}
 
 DeviceReader::DeviceReader()
     : pinned_(MemoryKind::kPinned, std::size_t{8} << 30),
