@@ -99,8 +99,8 @@ if want rechunk; then
 fi
 if want train; then
   # One training process: CHANNELS LAYOUT NGPU NTIME CODEC TAG [train_unet.py arguments...]
-  # (6 channels: WeatherBench2-style v2 store; 71: the seed's stacked v3 store; CODEC '-' = synth's
-  # default). The store is synthesised once per (channels, layout, steps, codec); NGPU > 1 runs
+  # (6 channels: WeatherBench2-style v2 store; 71: the seed's stacked v3 store; LAYOUT pool: the
+  # loader benchmark's 71-channel store; CODEC '-' = synth's default). The store is synthesised once per (channels, layout, steps, codec); NGPU > 1 runs
   # DDP through torchrun. Sets STORE and CHARG (used by the loader-only run below).
   train_line() {
     local CH=$1 LAYOUT=$2 NGPU=$3 NT=$4 CODEC=$5 TAG=$6; shift 6
@@ -110,7 +110,14 @@ if want train; then
     # inner chunks of N rows, i.e. zstd frames of N rows.
     if [[ "$LAYOUT" == *+rows* ]]; then ROWS=${LAYOUT#*+rows}; LAYOUT=${LAYOUT%%+rows*}; fi
     STORE=/tmp/zf_train_${CH}_${LAYOUT}_${NT}_${CODEC//[:]/-}.zarr
-    if [ ! -d "$STORE" ]; then
+    if [ "$LAYOUT" = pool ]; then
+      # bench_loader's 71-channel zstd store (tensorstore writes it in ~1 min at 160 steps, synth
+      # takes ~5 min at 80), where benchmarks/probe_frames.py keeps it: written once for both.
+      STORE=/tmp/zarrflow_bench/stack71_${NT}.zarr
+      python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path
+from bench_loader import field_pool, write_once, write_stack
+p = Path('$STORE'); write_once(p, lambda: write_stack(p, $NT, field_pool()))" 2>&1 | tee -a "$OUT/train.log"
+    elif [ ! -d "$STORE" ]; then
       t0=$(date +%s)
       python3 -m zarrflow synth "$STORE" --layout "$LAYOUT" --channels "$CH" --ntime "$NT" $CARG \
         --quiet </dev/null 2>&1 | tail -2 | tee -a "$OUT/train.log"
@@ -128,7 +135,7 @@ if want train; then
       fi
       STORE=$BANDS
     fi
-    CHARG=$CH; [ "$LAYOUT" = stacked ] && CHARG=stacked$CH
+    CHARG=$CH; [ "$LAYOUT" = stacked ] || [ "$LAYOUT" = pool ] && CHARG=stacked$CH
     [ "$NGPU" -gt 1 ] && LAUNCH="torchrun --standalone --nproc-per-node $NGPU"
     echo "-- ${TAG:-run}: $CH channels, $LAYOUT $CODEC, $NGPU GPU(s), $NT steps, $*" | tee -a "$OUT/train.log"
     $LAUNCH examples/train_unet.py --store "$STORE" --channels "$CHARG" --bf16 --channels-last \

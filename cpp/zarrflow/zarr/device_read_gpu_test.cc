@@ -619,6 +619,71 @@ TEST_F(DeviceReadTest, InternalBatchesAreEven) {
   EXPECT_EQ(report.max_batch_decoded, 5 * chunk);
 }
 
+// A MemoryStore whose reads of one key fail (sizes still answer): a read that fails part-way.
+class FailingStore final : public Store {
+ public:
+  FailingStore(std::shared_ptr<MemoryStore> inner, std::string bad)
+      : inner_(std::move(inner)), bad_(std::move(bad)) {}
+  Result<std::optional<Buffer>> get(std::string_view key) const override {
+    if (key == bad_) return io_error("injected read error");
+    return inner_->get(key);
+  }
+  Result<std::optional<std::vector<Buffer>>> get_ranges(
+      std::string_view key, std::span<const ByteRange> ranges) const override {
+    if (key == bad_) return io_error("injected read error");
+    return inner_->get_ranges(key, ranges);
+  }
+  Result<std::optional<std::uint64_t>> size(std::string_view key) const override {
+    return inner_->size(key);
+  }
+  Result<std::vector<ListEntry>> list(std::string_view prefix) const override {
+    return inner_->list(prefix);
+  }
+  Result<std::vector<std::string>> list_dir(std::string_view prefix) const override {
+    return inner_->list_dir(prefix);
+  }
+  Status set(std::string_view key, ConstByteSpan value) override { return inner_->set(key, value); }
+  [[nodiscard]] std::string describe_key(std::string_view key) const override {
+    return inner_->describe_key(key);
+  }
+
+ private:
+  std::shared_ptr<MemoryStore> inner_;
+  std::string bad_;
+};
+
+// A read that fails in a later internal batch returns only once the GPU work of the batches it
+// had enqueued is done: their buffers go back to the pools, where the next read takes them.
+TEST_F(DeviceReadTest, AFailedReadLeavesNoWorkOnItsBuffers) {
+  const FieldStore fs = field_store(
+      12, kBloscLz4, [](int t, int k) { return float((t * 7 + k) % 1000); },
+      [](const Bytes& raw) { return blosc(raw, "lz4", 1, 0); });
+  auto failing = std::make_shared<FailingStore>(fs.store, "z/c/11/0/0");
+  auto node = open_node(failing, "z");
+  ASSERT_TRUE(node.ok()) << node.status().to_string();
+  const Array& arr = *std::get<std::shared_ptr<Array>>(*node);
+  ThreadPool pool(2);
+  DeviceReader reader;
+  DeviceReadOptions opt;
+  opt.pool = &pool;
+  opt.batch_bytes = kSide * kSide * 4;  // two decoded chunks per internal batch: six batches
+  Stream stream = std::move(Stream::create()).value();
+  opt.stream = stream.get();
+  void* d = nullptr;
+  const std::size_t bytes = std::size_t{12} * kSide * kSide * 4;
+  ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+  const Selection all = Selection::full({12, kSide, kSide});
+  DeviceReadReport report;
+  const Status s = reader.read(
+      arr, all, {static_cast<std::byte*>(d), all.count, c_strides(all.count, 4)}, opt, &report);
+  EXPECT_EQ(cudaStreamQuery(stream.get()), cudaSuccess) << "work still running on the stream";
+  cudaFree(d);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("injected read error"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("chunk 'c/11/0/0'"), std::string::npos) << s.message();
+  EXPECT_GE(report.batches, 2);  // earlier batches were enqueued before the failure
+}
+
 // With the GPU nearly full, a read whose nvCOMP scratch does not fit decodes its call in parts
 // (halves, quarters, ...) instead of failing: the same bytes, and the report says so.
 TEST_F(DeviceReadTest, NvcompCallSplitWhenItsScratchDoesNotFit) {

@@ -8,7 +8,6 @@
 #include <set>
 #include <span>
 #include <tuple>
-#include <unordered_map>
 
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/framing.h"
@@ -227,6 +226,17 @@ class ReadOp {
   ReadOp(const DeviceReadOptions& opt, DeviceReadReport& report, GpuMemoryPool& pinned,
          GpuMemoryPool& device)
       : opt_(opt), report_(report), pinned_(pinned), device_(device) {}
+  // A read that failed part-way may still have copies and kernels running on the stream over
+  // the buffers its batches are about to give back to the pools, where another read (another
+  // loader worker) would take them at once: a kernel reading job tables rewritten under it
+  // faults (an illegal address, seen in training). So they are released only after the stream
+  // has drained.
+  ~ReadOp() {
+    if (!settled_ && (in_flight_ || filling_) && cudaStreamSynchronize(opt_.stream) != cudaSuccess)
+      cudaGetLastError();  // the error was reported already, or is sticky
+  }
+  ReadOp(const ReadOp&) = delete;
+  ReadOp& operator=(const ReadOp&) = delete;
 
   Status run(std::span<const DeviceReadRequest> requests);
 
@@ -270,8 +280,10 @@ class ReadOp {
   // was the largest allocation a 71-channel loader made.
   std::shared_ptr<GpuBuffer> nvcomp_temp_[4];  // by NvcompAlgo
   Event last_done_;  // the previous batch's end on the GPU, for report_.gpu_idle_ms
-  // The batch whose GPU work may still run while the next one is fetched and enqueued.
-  std::optional<Batch> in_flight_;
+  // The batch whose GPU work may still run while the next one is fetched and enqueued, and the
+  // one being fetched and enqueued (members, not locals: see ~ReadOp).
+  std::optional<Batch> in_flight_, filling_;
+  bool settled_ = false;  // run() finished every batch it enqueued
   Result<GpuBuffer> device_buffer(std::uint64_t size, std::string_view what, const Batch& b,
                                   bool wait = true);
 };
@@ -397,31 +409,49 @@ struct StoredChunkId {
   std::uint64_t offset, length;
   bool operator==(const StoredChunkId&) const = default;
 };
-struct StoredChunkHash {
-  std::size_t operator()(const StoredChunkId& k) const {
-    std::size_t h = std::hash<std::string_view>()(k.key);
-    for (std::uint64_t v : {std::uint64_t(reinterpret_cast<std::uintptr_t>(k.store)), k.offset,
-                            k.length})
-      h ^= std::hash<std::uint64_t>()(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h;
-  }
-};
+
+StoredChunkId stored_chunk(const Item& it) {
+  return {&it.arr->store(), it.key, it.range ? it.range->offset : 0,
+          it.range ? it.range->length : ~std::uint64_t{0}};
+}
+
+std::size_t hash_of(const StoredChunkId& k) {
+  std::size_t h = std::hash<std::string_view>()(k.key);
+  for (std::uint64_t v :
+       {std::uint64_t(reinterpret_cast<std::uintptr_t>(k.store)), k.offset, k.length})
+    h ^= std::hash<std::uint64_t>()(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
 
 void ReadOp::mark_duplicates() {
   if (opt_.io == IoPath::kCuFile) return;  // cuFile reads go to device memory: no shared staging
-  std::unordered_map<StoredChunkId, std::size_t, StoredChunkHash> first;
-  first.reserve(items_.size());
+  // (hash, index) sorted: equal stored chunks are neighbours, earliest first. (No hash map: a
+  // batch has up to ~10^5 items, and a node per item cost more than the rest of this.)
+  std::vector<std::pair<std::size_t, std::size_t>> order;
+  order.reserve(items_.size());
+  for (std::size_t i = 0; i < items_.size(); ++i)
+    if (items_[i].mode != Mode::kFill) order.emplace_back(hash_of(stored_chunk(items_[i])), i);
+  std::sort(order.begin(), order.end());
   bool any = false;
-  for (std::size_t i = 0; i < items_.size(); ++i) {
-    Item& it = items_[i];
-    if (it.mode == Mode::kFill) continue;
-    const StoredChunkId id{&it.arr->store(), it.key, it.range ? it.range->offset : 0,
-                           it.range ? it.range->length : ~std::uint64_t{0}};
-    auto [pos, inserted] = first.emplace(id, i);
-    if (!inserted && items_[pos->second].chain == it.chain) {
-      it.dup_of = std::int64_t(pos->second);
-      any = true;
+  for (std::size_t run = 0; run < order.size();) {
+    std::size_t end = run + 1;
+    while (end < order.size() && order[end].first == order[run].first) ++end;
+    // Each item's first occurrence is the earliest one with the same id (hashes may collide);
+    // it is a duplicate when that one is decoded by the same chain.
+    for (std::size_t j = run + 1; j < end; ++j) {
+      Item& it = items_[order[j].second];
+      const StoredChunkId id = stored_chunk(it);
+      for (std::size_t k = run; k < j; ++k) {
+        const Item& first = items_[order[k].second];
+        if (first.dup_of >= 0 || !(stored_chunk(first) == id)) continue;
+        if (first.chain == it.chain) {
+          it.dup_of = std::int64_t(order[k].second);
+          any = true;
+        }
+        break;
+      }
     }
+    run = end;
   }
   if (!any) return;
   // Each duplicate moves right behind its first occurrence (the others keep their order), so
@@ -579,7 +609,7 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   report_.io = opt_.io == IoPath::kDirect ? "O_DIRECT → pinned staging → H2D copy per batch"
                                           : "pread → pinned staging → H2D copy per batch";
   while (i < items_.size()) {
-    Batch b;
+    Batch& b = filling_.emplace();
     std::uint64_t staged = 0, decoded = 0, actual = 0;
     const std::uint64_t pieces_left = made < pieces ? pieces - made : 1;
     const std::uint64_t target = (remaining + pieces_left - 1) / pieces_left;
@@ -614,9 +644,11 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     ++report_.batches;
     if (in_flight_) ZF_RETURN_IF_ERROR(finish(*in_flight_));
     in_flight_ = std::move(b);
+    filling_.reset();
   }
   if (in_flight_) ZF_RETURN_IF_ERROR(finish(*in_flight_));
   in_flight_.reset();
+  settled_ = true;
   return {};
 }
 
