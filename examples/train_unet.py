@@ -227,10 +227,11 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
         train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
                                 time_range=(tr.start, tr.stop), batch_size=args.batch_size, **common)
         # Validation is a few batches per epoch: one worker and one batch ahead leave the GPU
-        # memory (zarrflow.set_gpu_memory_limit) to the training loader's reads.
+        # memory (zarrflow.set_gpu_memory_limit) to the training loader's reads, and no next
+        # epoch read ahead: its batches would sit in GPU memory through the training epoch.
         val = zarrflow.Loader(args.store, args.channels, shuffle=False,
                               time_range=(va.start, va.stop), batch_size=val_bs,
-                              **(common | {"prefetch": 1, "workers": 1}))
+                              **(common | {"prefetch": 1, "workers": 1}), prime_next_epoch=False)
 
         def wrap(loader, epoch):
             loader.set_epoch(epoch)

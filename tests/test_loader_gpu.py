@@ -133,7 +133,8 @@ def test_gpu_loader_reads_each_shard_index_once(tmp_path, cache_gb):
     with or without the chunk cache, and its batches equal zarr-python's reads."""
     path, data = sharded_store(tmp_path / "sharded.zarr")
     ld = zarrflow.Loader(path, SHARDED_VARS, batch_size=4, device="cuda", output="torch",
-                         shuffle=True, seed=3, cache_gb=cache_gb, host_decode_share=0.0)
+                         shuffle=True, seed=3, cache_gb=cache_gb, host_decode_share=0.0,
+                         prime_next_epoch=False)
 
     def check(batch):
         for i, t in enumerate(batch["time"].tolist()):
@@ -148,6 +149,18 @@ def test_gpu_loader_reads_each_shard_index_once(tmp_path, cache_gb):
     assert st["gpu_decoded"] > 0 and st["cpu_decoded"] == 0
     if cache_gb:
         assert st["cache_hits"] > 0
+
+
+def test_gpu_code_is_loaded_when_a_loader_is_made(store):
+    """A GPU loader loads zarrflow's kernels (and, by reading one chunk of each array, nvCOMP's)
+    when it is made, not at the first batch, when a model may have filled the GPU."""
+    from zarrflow import _core
+
+    _core.load_gpu_kernels(0)  # loads, or raises why not
+    ld = zarrflow.Loader(store, VARS, batch_size=4, device="cuda", output="torch",
+                         host_decode_share=0.0)
+    assert ld.stats()["batches"] == 0  # the warm-up reads count as no batch
+    next(iter(ld))
 
 
 def test_gpu_chunk_cache_serves_later_epochs(store):
