@@ -1313,13 +1313,32 @@ Status ReadOp::enqueue(Batch& b) {
     }
     b.d_temp[int(algo)] = shared;
     GpuBuffer& temp = *shared;
-    for (std::size_t p = 0; p < n; p += per)
-      ZF_RETURN_IF_ERROR(nvcomp_->decompress(
-          algo, reinterpret_cast<const void* const*>(dt + o_src) + p,
-          reinterpret_cast<const std::size_t*>(dt + o_sb) + p,
-          reinterpret_cast<const std::size_t*>(dt + o_cap) + p,
-          reinterpret_cast<std::size_t*>(dt + o_act) + p, std::min(per, n - p), temp.data(),
-          temp_bytes, reinterpret_cast<void* const*>(dt + o_dst) + p, status + p, stream));
+    for (std::size_t p = 0; p < n; p += per) {
+      const auto call = [&] {
+        return nvcomp_->decompress(
+            algo, reinterpret_cast<const void* const*>(dt + o_src) + p,
+            reinterpret_cast<const std::size_t*>(dt + o_sb) + p,
+            reinterpret_cast<const std::size_t*>(dt + o_cap) + p,
+            reinterpret_cast<std::size_t*>(dt + o_act) + p, std::min(per, n - p), temp.data(),
+            temp_bytes, reinterpret_cast<void* const*>(dt + o_dst) + p, status + p, stream);
+      };
+      ZF_RETURN_IF_ERROR(call());
+      // nvCOMP does not check its launches: a kernel that could not launch (its local memory
+      // did not fit on a GPU a model had filled: 71-channel training on an H100) shows only as
+      // this thread's last error. The call only reads its inputs: it runs again once, after the
+      // pool's idle memory went back to the driver.
+      if (cudaPeekAtLastError() == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        device_.trim();
+        ZF_RETURN_IF_ERROR(call());
+        if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess)
+          return io_error(std::string("nvCOMP's kernels could not launch (") +
+                          cudaGetErrorName(e) +
+                          "): the GPU is full; the model's memory (PyTorch keeps what it frees "
+                          "in its cache) and zarrflow's share leave them no room: a lower "
+                          "zarrflow.set_gpu_memory_limit leaves more");
+      }
+    }
     ZF_CUDA_RETURN_IF_ERROR(launch_check_sizes(reinterpret_cast<const std::size_t*>(dt + o_act),
                                                reinterpret_cast<const std::size_t*>(dt + o_cap),
                                                status, std::uint32_t(nb.src.size()), stream));
