@@ -553,15 +553,22 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
       }
     }
   }
-  // Sizes of whole values (one fstat each, in parallel); missing values become fills.
-  ThreadPool* io = items_.empty() ? opt_.pool : fetch_pool(items_.front().arr->store(), opt_.pool);
-  ZF_RETURN_IF_ERROR(parallel_for(io, items_.size(), [&](std::size_t i) -> Status {
+  // Sizes of whole values (one fstat each, in parallel); missing values become fills. Inner
+  // chunks of shards know theirs from the index: only the rest go to the pool (a task per item
+  // costs about a microsecond, and a 71-channel batch of 103-row chunks has 15,904).
+  std::vector<std::size_t> unsized;
+  for (std::size_t i = 0; i < items_.size(); ++i) {
     Item& it = items_[i];
-    if (it.mode == Mode::kFill || it.cached || it.host_cached) return {};
+    if (it.mode == Mode::kFill || it.cached || it.host_cached) continue;
     if (it.range) {
       it.stored_size = it.range->length;
-      return {};
+    } else {
+      unsized.push_back(i);
     }
+  }
+  ThreadPool* io = items_.empty() ? opt_.pool : fetch_pool(items_.front().arr->store(), opt_.pool);
+  ZF_RETURN_IF_ERROR(parallel_for(io, unsized.size(), [&](std::size_t u) -> Status {
+    Item& it = items_[unsized[u]];
     auto size = it.arr->store().size(it.key);
     if (!size.ok()) return annotate(it, std::move(size).take_status());
     if (!*size) {
