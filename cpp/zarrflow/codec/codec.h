@@ -53,7 +53,7 @@ struct DecodeContext {
 class CodecChain;
 
 // One piece of a partial read, planned but not fetched: bytes `range` of the value hold a chunk
-// that `chain` decodes; `sel` of it goes to `dest`. `where` names it in errors ("inner chunk
+// that `chain` decodes; `sel` of it goes to `dest`. `where()` names it in errors ("inner chunk
 // [0,3]"). The GPU path fetches and decodes these in batches.
 struct LeafRead {
   ByteRange range;

@@ -14,8 +14,8 @@
 namespace zarrflow {
 
 struct ShardIndex {
-  bool found = false;              // the shard exists (an absent one reads as fill values)
-  std::uint64_t shard_size = 0;    // bytes, to check entries against
+  bool found = false;                  // the shard exists (an absent one reads as fill values)
+  std::uint64_t shard_size = 0;        // bytes, to check entries against
   std::vector<std::uint64_t> entries;  // (offset, nbytes) per inner chunk, C order; checksummed
 };
 

@@ -133,7 +133,7 @@ class ShardingCodec final : public ArrayToBytesCodec {
   // size (for validating entries) come in one request where the index is at the end: a suffix
   // read (on object stores a separate size query is a round trip).
   Result<std::shared_ptr<const ShardIndex>> load_index(const ByteReader& reader,
-                                                      const DecodeContext& ctx) const {
+                                                       const DecodeContext& ctx) const {
     std::string name;
     if (ctx.shard_indexes != nullptr) {
       name = reader.describe();
@@ -252,7 +252,8 @@ Result<std::shared_ptr<const Codec>> make_sharding(const nlohmann::json& cfg,
   Shape grid(inner_shape.size());
   for (std::size_t i = 0; i < inner_shape.size(); ++i) {
     if (inner_shape[i] <= 0)
-      return invalid_metadata("'chunk_shape' entries must be positive, got " + format_coords(inner_shape));
+      return invalid_metadata("'chunk_shape' entries must be positive, got " +
+                              format_coords(inner_shape));
     if (spec.shape[i] % inner_shape[i] != 0)
       return invalid_metadata("inner chunk shape " + format_coords(inner_shape) +
                               " does not divide the shard shape " + format_coords(spec.shape));

@@ -257,8 +257,7 @@ TEST(Array, ShardIndexCacheKeepsAbsentShardsButNotErrors) {
   for (int i = 0; i < 2; ++i) {
     Status s;
     read(*arr, part, &s, nullptr, &indexes);
-    EXPECT_NE(s.message().find("shorter than its 64-byte index"), std::string::npos)
-        << s.message();
+    EXPECT_NE(s.message().find("shorter than its 64-byte index"), std::string::npos) << s.message();
   }
   EXPECT_EQ(indexes.stats().entries, 0);
   EXPECT_EQ(indexes.stats().misses, 2);

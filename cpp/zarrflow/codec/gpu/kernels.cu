@@ -150,8 +150,8 @@ __device__ unsigned long long transform_row(const std::uint8_t* src, std::uint8_
     const auto* s4 = reinterpret_cast<const float4*>(src);
     for (std::int64_t i = threadIdx.x; i < v; i += blockDim.x) {
       const float4 x = s4[i];
-      nans += (isnan(x.x) ? 1 : 0) + (isnan(x.y) ? 1 : 0) + (isnan(x.z) ? 1 : 0) +
-              (isnan(x.w) ? 1 : 0);
+      nans +=
+          (isnan(x.x) ? 1 : 0) + (isnan(x.y) ? 1 : 0) + (isnan(x.z) ? 1 : 0) + (isnan(x.w) ? 1 : 0);
       const float a = (x.x - m) * k, b = (x.y - m) * k, c = (x.z - m) * k, d = (x.w - m) * k;
       if (t == OutType::kFloat32) {
         reinterpret_cast<float4*>(dst)[i] = make_float4(a, b, c, d);
@@ -207,7 +207,8 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
         }
         const std::int64_t n = min(last - e, row_len - col);
         if (transform) {
-          local_nans += transform_row(job.src + so + col * elem, job.dst + dof + col * oelem, n, job);
+          local_nans +=
+              transform_row(job.src + so + col * elem, job.dst + dof + col * oelem, n, job);
         } else {
           block_copy(job.src + so + col * elem, job.dst + dof + col * elem, n * elem);
         }

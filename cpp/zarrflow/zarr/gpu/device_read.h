@@ -139,7 +139,7 @@ struct DeviceReadReport {
   // Host wall time before the first piece: chunks and shard indexes → leaf chunks, duplicates,
   // cache lookups, sizes. The GPU has nothing of this read to do meanwhile.
   double plan_ms = 0;
-  double limit_wait_ms = 0;  // waits for memory other reads held under the pool's limit
+  double limit_wait_ms = 0;           // waits for memory other reads held under the pool's limit
   std::uint64_t nans = 0;             // NaN elements read by requests with an ElementTransform
   std::int64_t host_transformed = 0;  // blocks of those normalised and cast by the host threads
   std::vector<std::string> notes;     // why chunks fell back to the CPU (each reason once)

@@ -679,8 +679,8 @@ ReadOp::PieceBounds ReadOp::piece_bounds() const {
       // Less when the GPU is full (a model, other workers' batches): an eighth of what is free
       // or idle in the pool (within its limit, if set), since a piece needs ~5.5x its decoded
       // bytes (scratch, decoded chunks, staging) and the loader's workers read at once.
-      const std::uint64_t avail = std::min<std::uint64_t>(free + device_.cached_bytes(),
-                                                          device_.room());
+      const std::uint64_t avail =
+          std::min<std::uint64_t>(free + device_.cached_bytes(), device_.room());
       d = std::clamp<std::uint64_t>(std::min<std::uint64_t>(total / 24, avail / 8),
                                     std::uint64_t{256} << 20, std::uint64_t{8} << 30);
     } else {
@@ -1302,10 +1302,9 @@ Status ReadOp::enqueue(Batch& b) {
       ZF_RETURN_IF_ERROR(nvcomp_->temp_size(algo, per, nb.max_out, largest, &temp_bytes, stream));
       if (shared != nullptr && shared->capacity() >= temp_bytes) break;
       shared.reset();  // batches still using the smaller one hold their own reference
-      auto t =
-          device_buffer(std::max<std::size_t>(temp_bytes, 1),
-                        "nvCOMP scratch for " + std::to_string(per) + " compressed streams", b,
-                        /*wait=*/per == 1);
+      auto t = device_buffer(std::max<std::size_t>(temp_bytes, 1),
+                             "nvCOMP scratch for " + std::to_string(per) + " compressed streams", b,
+                             /*wait=*/per == 1);
       if (t.ok() && (per == 1 || launch_room())) {
         shared = std::make_shared<GpuBuffer>(std::move(t).value());
         break;
@@ -1339,8 +1338,7 @@ Status ReadOp::enqueue(Batch& b) {
         device_.trim();
         ZF_RETURN_IF_ERROR(call());
         if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess)
-          return io_error(std::string("nvCOMP's kernels could not launch (") +
-                          cudaGetErrorName(e) +
+          return io_error(std::string("nvCOMP's kernels could not launch (") + cudaGetErrorName(e) +
                           "): the GPU is full; the model's memory (PyTorch keeps what it frees "
                           "in its cache) and zarrflow's share leave them no room: a lower "
                           "zarrflow.set_gpu_memory_limit leaves more");
