@@ -119,6 +119,69 @@ def warm_then_time(ld, epochs: int, keys) -> tuple[dict, float]:
     return {k: s1[k] - s0[k] for k in keys}, wall
 
 
+# Shared by the probes (probe_pieces.py, probe_frames.py): the 71-channel store, one loader
+# over it timed, a JSON line per run and one results file.
+def probe_parser(doc: str, epochs: int) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="bench_data")
+    ap.add_argument("--out", default="bench_results")
+    ap.add_argument("--ntime", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=epochs)
+    ap.add_argument("--gpu-memory-limit", default="0.9",
+                    help="zarrflow's GPU memory limit (no model beside these loops)")
+    return ap
+
+
+def probe_store(args) -> Path:
+    """Sets the probe's GPU memory limit and writes the 71-channel store once: its path."""
+    zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
+    store = Path(args.data) / f"stack71_{args.ntime}.zarr"
+    write_once(store, lambda: write_stack(store, args.ntime, field_pool()))
+    return store
+
+
+def time_stack71(store: Path, epochs: int, keys, **loader_kw) -> tuple[dict, float]:
+    """warm_then_time of a GPU loader of all 71 channels (batch 16, float32, block shuffle,
+    GPU-only decoding; `loader_kw` adds or overrides settings), closed afterwards."""
+    kw = dict(batch_size=16, device="cuda", dtype="float32", shuffle="block", seed=0,
+              prefetch=2, host_decode_share=0.0) | loader_kw
+    ld = zarrflow.Loader(str(store), [f"data@c{i}" for i in range(71)], **kw)
+    try:
+        return warm_then_time(ld, epochs, keys)
+    finally:
+        ld.close()
+
+
+def probe_results(**extra) -> dict:
+    import torch
+
+    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "gpu": torch.cuda.get_device_name(), "cpus": len(os.sched_getaffinity(0)),
+            **extra, "runs": []}
+
+
+def record_run(results: dict, r: dict) -> None:
+    """Adds run `r`, prints it as a JSON line, and empties the pools for the next run."""
+    import torch
+
+    results["runs"].append(r)
+    print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}),
+          flush=True)
+    torch.cuda.empty_cache()
+    zarrflow.release_memory()
+
+
+def write_probe(results: dict, out: str, probe: str) -> None:
+    """`out`/probe_<probe>_<GPU>.json."""
+    import torch
+
+    path = Path(out)
+    path.mkdir(parents=True, exist_ok=True)
+    gpu = torch.cuda.get_device_name().split()[-1].lower()
+    (path / f"probe_{probe}_{gpu}.json").write_text(json.dumps(results, indent=1))
+
+
 def pool_calls() -> dict:
     """Device and pinned allocations and frees zarrflow's pools made so far (a steady loader
     makes none)."""

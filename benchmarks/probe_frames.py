@@ -19,12 +19,8 @@ Usage (GPU host): python3 benchmarks/probe_frames.py --data /tmp/zarrflow_bench 
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,7 +28,8 @@ import zarrflow  # noqa: E402
 from zarrflow import rechunk as _rechunk  # noqa: E402
 
 from bench_loader import (  # noqa: E402
-    NLAT, NLON, field_pool, warm_then_time, write_once, write_stack)
+    NLAT, NLON, probe_parser, probe_results, probe_store, record_run, time_stack71, write_once,
+    write_probe)
 
 KEYS = ("decode_ms", "internal_batches", "gpu_decoded", "cache_hits", "stored_bytes",
         "batch_bytes", "samples", "chunks", "plan_ms", "fetch_ms", "enqueue_ms", "gpu_wait_ms",
@@ -53,13 +50,7 @@ def store_bytes(path: Path) -> int:
 
 def run(store: Path, name: str, *, epochs: int) -> dict:
     workers, crop, cache_gb = RUNS[name]
-    ld = zarrflow.Loader(str(store), [f"data@c{i}" for i in range(71)], batch_size=16,
-                         device="cuda", dtype="float32", shuffle="block", seed=0, prefetch=2,
-                         crop=crop, workers=workers, cache_gb=cache_gb, host_decode_share=0.0)
-    try:
-        d, wall = warm_then_time(ld, epochs, KEYS)
-    finally:
-        ld.close()
+    d, wall = time_stack71(store, epochs, KEYS, crop=crop, workers=workers, cache_gb=cache_gb)
     batches = max(1, d["samples"] // 16)
     d.update(run=name, workers=workers, cache_gb=cache_gb, wall_s=wall,
              batch_GBps=d["batch_bytes"] / 1e9 / wall,
@@ -71,37 +62,22 @@ def run(store: Path, name: str, *, epochs: int) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="bench_data")
-    ap.add_argument("--out", default="bench_results")
-    ap.add_argument("--ntime", type=int, default=64)
-    ap.add_argument("--epochs", type=int, default=3)
+    ap = probe_parser(__doc__, epochs=3)
     ap.add_argument("--rows", type=int, default=103, help="rows of an inner chunk (divides 721)")
     ap.add_argument("--runs", default=",".join(RUNS))
     ap.add_argument("--stores", default="whole,rows", help="whole, rows or both")
-    ap.add_argument("--gpu-memory-limit", default="0.9",
-                    help="zarrflow's GPU memory limit (no model beside these loops)")
     args = ap.parse_args()
     t_start = time.perf_counter()
-    import torch
-
-    zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
-
     if NLAT % args.rows:
         ap.error(f"--rows must divide {NLAT}")
-    data = Path(args.data)
-    whole = data / f"stack71_{args.ntime}.zarr"
-    write_once(whole, lambda: write_stack(whole, args.ntime, field_pool()))
-    bands = data / f"stack71_{args.ntime}_rows{args.rows}.zarr"
+    whole = probe_store(args)
+    bands = Path(args.data) / f"stack71_{args.ntime}_rows{args.rows}.zarr"
     opts = _rechunk.Options(chunks={"latitude": args.rows}, shards={"latitude": NLAT},
                             codec="zstd:3", memory=8 << 30)
     rechunk_s = write_once(bands, lambda: _rechunk.rechunk(whole, bands, opts, overwrite=True,
                                                            progress=False))
     decoded = args.ntime * 71 * NLAT * NLON * 4
-    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "gpu": torch.cuda.get_device_name(), "cpus": len(os.sched_getaffinity(0)),
-               "rows": args.rows, "rechunk_s": rechunk_s, "stores": {}, "runs": []}
+    results = probe_results(rows=args.rows, rechunk_s=rechunk_s, stores={})
     stores = {"whole": ("whole-field frames", whole), "rows": (f"{args.rows}-row frames", bands)}
     for label, path in (stores[k] for k in args.stores.split(",")):
         stored = store_bytes(path)
@@ -115,15 +91,8 @@ def main() -> int:
                 r = {"run": name, "error": str(e).splitlines()[0][:300]}
             r["store"] = label
             r["t_end_s"] = time.perf_counter() - t_start
-            results["runs"].append(r)
-            print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}),
-                  flush=True)
-            torch.cuda.empty_cache()
-            zarrflow.release_memory()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    name = f"probe_frames_{torch.cuda.get_device_name().split()[-1].lower()}.json"
-    (out / name).write_text(json.dumps(results, indent=1))
+            record_run(results, r)
+    write_probe(results, args.out, "frames")
     return 0
 
 

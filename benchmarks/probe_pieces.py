@@ -15,21 +15,16 @@ Usage (GPU host): python3 benchmarks/probe_pieces.py --data /tmp/zarrflow_bench 
 """
 from __future__ import annotations
 
-import argparse
 import functools
-import json
-import os
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
-
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zarrflow  # noqa: E402
 from zarrflow import loader as _loader  # noqa: E402
 
 from bench_loader import (  # noqa: E402
-    NLAT, NLON, field_pool, warm_then_time, write_once, write_stack)
+    NLAT, NLON, probe_parser, probe_results, probe_store, record_run, time_stack71, write_probe)
 
 KEYS = ("internal_batches", "gpu_idle_ms", "h2d_ms", "decode_ms", "scatter_ms", "fetch_ms",
         "enqueue_ms", "gpu_wait_ms", "read_s", "gpu_decoded", "cache_hits", "stored_bytes",
@@ -40,13 +35,7 @@ def run(store: Path, *, workers: int, batch_bytes: int, cache_gb: float, epochs:
     orig = _loader._core.read_batch
     _loader._core.read_batch = functools.partial(orig, batch_bytes=batch_bytes)
     try:
-        ld = zarrflow.Loader(str(store), [f"data@c{i}" for i in range(71)], batch_size=16,
-                             device="cuda", dtype="float32", shuffle="block", seed=0, prefetch=2,
-                             workers=workers, cache_gb=cache_gb, host_decode_share=0.0)
-        try:
-            d, wall = warm_then_time(ld, epochs, KEYS)
-        finally:
-            ld.close()
+        d, wall = time_stack71(store, epochs, KEYS, workers=workers, cache_gb=cache_gb)
     finally:
         _loader._core.read_batch = orig
     chunk = NLAT * NLON * 4
@@ -60,23 +49,11 @@ def run(store: Path, *, workers: int, batch_bytes: int, cache_gb: float, epochs:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="bench_data")
-    ap.add_argument("--out", default="bench_results")
-    ap.add_argument("--ntime", type=int, default=64)
-    ap.add_argument("--epochs", type=int, default=2)
+    ap = probe_parser(__doc__, epochs=2)
     ap.add_argument("--quick", action="store_true", help="two workers only: default vs 2 GB pieces")
     ap.add_argument("--cache", action="store_true", help="only GPU-cache runs, three piece sizes")
-    ap.add_argument("--gpu-memory-limit", default="0.9",
-                    help="zarrflow's GPU memory limit (no model beside these loops)")
     args = ap.parse_args()
-    import torch
-
-    zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
-
-    store = Path(args.data) / f"stack71_{args.ntime}.zarr"
-    write_once(store, lambda: write_stack(store, args.ntime, field_pool()))
+    store = probe_store(args)
     gb = 1 << 30
     # (workers, batch_bytes, GPU cache GB); batch_bytes 0 = the default for the GPU's memory,
     # 2 GB = 2 GB staged as before (the staged bound set the earlier default pieces), now split
@@ -89,25 +66,16 @@ def main() -> int:
         # GPU-cache hits count half against the decoded bound: an explicit batch_bytes X lets a
         # piece of hits hold 4X. 1.5 GB: hits bounded like misses on an H200 (6 GB); 0.75 GB: 3 GB.
         plan = [(w, bb, 30.0) for w in (1, 2) for bb in (0, 3 * gb // 2, 3 * gb // 4)]
-    results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "gpu": torch.cuda.get_device_name(), "cpus": len(os.sched_getaffinity(0)),
-               "runs": []}
+    results = probe_results()
     for workers, bb, cache in plan:
         print(f"run: workers={workers} batch_bytes={bb >> 20} MiB cache={cache} GB", flush=True)
         try:
             r = run(store, workers=workers, batch_bytes=bb, cache_gb=cache, epochs=args.epochs)
         except Exception as e:  # noqa: BLE001  (an out-of-memory piece size is a result too)
             r = {"workers": workers, "batch_bytes": bb, "cache_gb": cache, "error": str(e)[:400]}
-        results["runs"].append(r)
-        print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}),
-              flush=True)
         r["device_peak_so_far_GB"] = zarrflow.memory_stats().get("device_peak", 0) / 1e9
-        torch.cuda.empty_cache()
-        zarrflow.release_memory()  # the next piece size starts from an empty pool
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    name = f"probe_pieces_{torch.cuda.get_device_name().split()[-1].lower()}.json"
-    (out / name).write_text(json.dumps(results, indent=1))
+        record_run(results, r)  # the next piece size starts from an empty pool
+    write_probe(results, args.out, "pieces")
     return 0
 
 
