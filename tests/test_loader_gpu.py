@@ -151,18 +151,6 @@ def test_gpu_loader_reads_each_shard_index_once(tmp_path, cache_gb):
         assert st["cache_hits"] > 0
 
 
-def test_gpu_code_is_loaded_when_a_loader_is_made(store):
-    """A GPU loader loads zarrflow's kernels (and, by reading one chunk of each array, nvCOMP's)
-    when it is made, not at the first batch, when a model may have filled the GPU."""
-    from zarrflow import _core
-
-    _core.load_gpu_kernels(0)  # loads, or raises why not
-    ld = zarrflow.Loader(store, VARS, batch_size=4, device="cuda", output="torch",
-                         host_decode_share=0.0)
-    assert ld.stats()["batches"] == 0  # the warm-up reads count as no batch
-    next(iter(ld))
-
-
 def test_gpu_chunk_cache_serves_later_epochs(store):
     plain = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False)
     cached = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False, cache_gb=1)

@@ -20,7 +20,6 @@
 #include "zarrflow/store/http_store.h"
 #include "zarrflow/zarr/hierarchy.h"
 #ifdef ZARRFLOW_HAVE_CUDA
-#include "zarrflow/codec/gpu/kernels.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/zarr/gpu/device_read.h"
 #endif
@@ -586,18 +585,6 @@ NB_MODULE(_core, m) {
       },
       "'' when nvCOMP is loaded, else why not");
 
-#ifdef ZARRFLOW_HAVE_CUDA
-  m.def(
-      "load_gpu_kernels",
-      [](int device_id) {
-        use_device(device_id);
-        throw_if_error([] {
-          ZF_CUDA_RETURN_IF_ERROR(gpu::load_kernels());
-          return Status{};
-        }());
-      },
-      "device_id"_a = 0, "Loads zarrflow's GPU kernels on the device now (not at first use)");
-#endif
   m.def("empty_tensor", &empty_tensor, "shape"_a, "dtype"_a, "device"_a, "device_id"_a = 0);
   m.def("read_batch", &read_batch, "arrays"_a, "requests"_a, "target"_a, "stream"_a = nb::none(),
         "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(), "cache"_a = nb::none(),

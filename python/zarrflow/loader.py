@@ -445,8 +445,6 @@ class Loader:
         self._streams: list = []  # one CUDA stream per worker, made on first use
         self._request_templates: list | None = None
         self.memory_plan = self._fit_memory(cache_gb) if self.on_gpu else None
-        if self.on_gpu:
-            self._load_gpu_code()
         # Batches started and not yet taken, and batches being made, over this pass and the next
         # one read ahead: the same bounds as within one pass.
         self._gate = Gate(self.prefetch + self.workers - 1, producers=self.workers)
@@ -612,25 +610,6 @@ class Loader:
         while len(self._streams) <= worker:
             self._streams.append(_core.Stream(self.device_id))
         return self._streams[worker].handle
-
-    def _load_gpu_code(self) -> None:
-        """Loads the GPU code of this loader's reads now, while the GPU has room. CUDA loads a
-        kernel at its first launch; a launch on a GPU that a model has filled by then fails as
-        out of memory (seen at 71 channels on an H100). zarrflow's kernels load directly,
-        nvCOMP's with a read of one chunk of each array (an error there is left to the real
-        reads to report, with their context)."""
-        _core.load_gpu_kernels(self.device_id)
-        seen: set[int] = set()
-        for ch in self.spec.channels:
-            arr = ch.array
-            if id(arr) in seen or self.gpu_decode == "off":
-                continue
-            seen.add(id(arr))
-            region = tuple(slice(0, min(c, n)) for c, n in zip(arr.chunks, arr.shape))
-            try:
-                arr.read(region, device=f"cuda:{self.device_id}", gpu_decode=self.gpu_decode)
-            except ZarrflowError:
-                pass
 
     def _fit_memory(self, cache_gb: float):
         """Prefetch and workers fitted into zarrflow's GPU memory limit (see _memory_plan)."""

@@ -269,16 +269,6 @@ unsigned grid_for(std::uint64_t items, unsigned per_block) {
 
 }  // namespace
 
-cudaError_t load_kernels() {
-  cudaFuncAttributes a;
-  for (const void* f : {reinterpret_cast<const void*>(&decode_streams_kernel),
-                        reinterpret_cast<const void*>(&unshuffle_kernel),
-                        reinterpret_cast<const void*>(&scatter_kernel),
-                        reinterpret_cast<const void*>(&check_sizes_kernel)})
-    if (cudaError_t e = cudaFuncGetAttributes(&a, f); e != cudaSuccess) return e;
-  return cudaSuccess;
-}
-
 cudaError_t launch_decode_streams(const StreamJob* d_jobs, std::uint32_t n, int* d_status,
                                   cudaStream_t stream) {
   if (n == 0) return cudaSuccess;

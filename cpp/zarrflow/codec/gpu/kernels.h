@@ -68,11 +68,6 @@ enum KernelError : int {
   kErrUnknownKind = -5,
 };
 
-// Loads the kernels below on the current device now. CUDA loads a kernel's code into device
-// memory at its first launch (lazy loading, the default); on a GPU a model has filled by then
-// that launch fails as out of memory (seen in 71-channel training on an H100).
-cudaError_t load_kernels();
-
 cudaError_t launch_decode_streams(const StreamJob* d_jobs, std::uint32_t n, int* d_status,
                                   cudaStream_t stream);
 cudaError_t launch_unshuffle(const UnshuffleJob* d_jobs, std::uint32_t n, cudaStream_t stream);

@@ -76,11 +76,12 @@ struct Item {
 static_assert(std::is_nothrow_move_constructible_v<Item>);
 
 // "chunk 'c/0/1'" or "chunk 'c/0': inner chunk [0,3]".
-std::string where(const Item& it) {
-  std::string s = "chunk '" + it.arr->relative_chunk_key(it.chunk) + "'";
-  if (!it.inner.empty()) s += ": inner chunk " + format_coords(it.inner);
+std::string where(const Array& arr, const Shape& chunk, const Shape& inner = {}) {
+  std::string s = "chunk '" + arr.relative_chunk_key(chunk) + "'";
+  if (!inner.empty()) s += ": inner chunk " + format_coords(inner);
   return s;
 }
+std::string where(const Item& it) { return where(*it.arr, it.chunk, it.inner); }
 
 // Two items of one stored chunk want the same decoded block, converted the same way.
 bool same_block(const Item& a, const Item& b) {
@@ -376,7 +377,7 @@ Status ReadOp::gather(const Array& arr_, const Selection& region, const StridedV
     bool found = true;
     const StridedView view = block_view(dest, b);
     Status s = chain.plan_partial_read(reader, b.in_chunk, view, ctx, reads, fills, found);
-    if (!s.ok()) return std::move(s).annotate(arr_.describe() + ": " + where(item(b)));
+    if (!s.ok()) return std::move(s).annotate(arr_.describe() + ": " + where(arr_, b.chunk));
     auto& out = per_shard[i];
     if (!found) fills.push_back(view);
     out.reserve(fills.size() + reads.size());
