@@ -204,20 +204,19 @@ def attempt(run, *args, **kwargs) -> dict:
 
 
 def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epochs: int = 4,
-                 cache_gb: float = 0.0, host_cache_gb: float = 0.0, workers: int = 2,
+                 cache_gb: float = 0.0, host_cache_gb: float = 0.0, workers: int | None = None,
                  share: float | str = "auto") -> dict:
     ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
                          normalize=normalize, shuffle="block", seed=0, prefetch=2,
                          workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb,
                          host_decode_share=share)
     try:
-        return timed_epochs(ld, variables, dtype=dtype, step_s=step_s, epochs=epochs,
-                            workers=workers)
+        return timed_epochs(ld, variables, dtype=dtype, step_s=step_s, epochs=epochs)
     finally:
         ld.close()
 
 
-def timed_epochs(ld, variables, *, dtype, step_s: float, epochs: int, workers: int) -> dict:
+def timed_epochs(ld, variables, *, dtype, step_s: float, epochs: int) -> dict:
     import torch
 
     # Warm-up epochs (page cache; pools grown to their working set; the host/GPU decode balance
@@ -257,7 +256,8 @@ def timed_epochs(ld, variables, *, dtype, step_s: float, epochs: int, workers: i
     wall = time.perf_counter() - t0
     st, calls = ld.stats(), pool_calls()
     return {"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
-            "wait_fraction": waited / wall, "wall_s": wall, "samples": n, "workers": workers,
+            "wait_fraction": waited / wall, "wall_s": wall, "samples": n, "workers": ld.workers,
+            "prefetch": ld.prefetch,
             "stored_GB": (st["stored_bytes"] - st0["stored_bytes"]) / 1e9,
             "deduplicated": st["deduplicated"],
             "cache_hits": st["cache_hits"], "host_cache_hits": st["host_cache_hits"],
@@ -411,20 +411,23 @@ def main() -> int:
                         for workers in (1, 2, 3):
                             add(cfg, grid, dtype, step, workers)
             continue
-        # The shapes in float32 (GB/s of batches), one to three workers; bf16 and a
-        # simulated training step with the default two.
-        for workers in (1, 2, 3):
+        # The shapes in float32 (GB/s of batches): one and two workers, and the loader's
+        # default (None: three when the memory limit has room); bf16 and a simulated training
+        # step with the default.
+        for workers in (1, 2, None):
             add(cfg, "721x1440", "float32", 0.0, workers)
-        for workers in (2, 3):
+        for workers in (2, None):
             add(cfg, "640x1280", "float32", 0.0, workers)
-        add(cfg, "721x1440", "bfloat16", 0.0, 2)
-        add(cfg, "721x1440", "bfloat16", 0.05, 2)
+        add(cfg, "721x1440", "bfloat16", 0.0, None)
+        add(cfg, "721x1440", "bfloat16", 0.05, None)
 
     def epochs_for(variables) -> int:
         # Short epochs (7 batches of the 6-channel store) need more of them for a steady rate.
         return args.epochs * (4 if len(variables) < 16 else 1)
 
-    def loader_name(workers: int) -> str:
+    def loader_name(workers: int | None, used: int | None = None) -> str:
+        if workers is None:  # the loader's default: say what the memory plan made of it
+            return f"zarrflow-gpu (default: {used or '?'} workers)"
         return f"zarrflow-gpu ({workers} worker{'s' if workers > 1 else ''})"
 
     for (store, variables, stats, label), grid, dtype, step, workers, share in plan:
@@ -432,15 +435,16 @@ def main() -> int:
         r = attempt(run_zarrflow, store, variables, crop=crops[grid], dtype=dtype,
                     normalize=stats if dtype != "float32" else None, step_s=step,
                     workers=workers, epochs=epochs_for(variables), share=share)
-        name = loader_name(workers) + ("" if share == "auto" else f", host share {share}")
+        name = loader_name(workers, r.get("workers")) + ("" if share == "auto" else
+                                                         f", host share {share}")
         r.update(store=label, grid=grid, dtype=dtype, step_s=step, loader=name)
         results["runs"].append(r)
         print(json.dumps(r), flush=True)
     # The GPU cache of compressed chunks: the warm-up epoch fills it, the timed epochs read from it.
     for store, variables, label in ((wb2, wb2_vars, "wb2 v2 blosc-lz4, 6 ch"),
                                     (stack, stack_vars, "stacked v3 zstd, 71 ch")):
-        tiers = (("GPU", {"cache_gb": 30.0}, 1), ("GPU", {"cache_gb": 30.0}, 2),
-                 ("pinned host", {"host_cache_gb": 30.0}, 2))
+        tiers = (("GPU", {"cache_gb": 30.0}, 1), ("GPU", {"cache_gb": 30.0}, None),
+                 ("pinned host", {"host_cache_gb": 30.0}, None))
         for tier, kw, workers in (() if args.seed_chunks or args.windows or args.shares else
                                   tiers if args.full or args.only_cache else tiers[:2]):
             print(f"run: {label} {tier} cache, {workers} workers", flush=True)
@@ -448,7 +452,7 @@ def main() -> int:
                         normalize=None, step_s=0.0, epochs=epochs_for(variables), workers=workers,
                         **kw)
             r.update(store=label, grid="721x1440", dtype="float32", step_s=0.0,
-                     loader=f"{loader_name(workers)} + 30 GB {tier} chunk cache")
+                     loader=f"{loader_name(workers, r.get('workers'))} + 30 GB {tier} chunk cache")
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
     (out / f"bench_loader{tag}.json").write_text(json.dumps(results, indent=2))

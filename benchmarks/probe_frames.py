@@ -7,8 +7,8 @@ into shards of the same fields whose inner chunks are bands of `--rows` rows (7 
 at 103 rows), with `zarrflow rechunk` (the seed's step 1), and reads both stores with the same
 loader settings:
 
-  whole     721x1440 samples, 2 workers (the default)
-  window    640x1280 crops of the fields, 2 workers
+  whole     721x1440 samples, 2 workers (whole3: 3, the loader's default when memory allows)
+  window    640x1280 crops of the fields, 2 workers (window3: 3)
   cache     the GPU chunk cache (30 GB), 1 and 2 workers
   one       1 worker
 
@@ -38,6 +38,8 @@ HOST_MS = ("plan_ms", "fetch_ms", "enqueue_ms", "gpu_wait_ms", "gpu_idle_ms")
 RUNS = {  # name: (workers, crop, GPU cache GB)
     "whole": (2, None, 0.0),
     "window": (2, {"latitude": (0, 640), "longitude": (0, 1280)}, 0.0),
+    "whole3": (3, None, 0.0),
+    "window3": (3, {"latitude": (0, 640), "longitude": (0, 1280)}, 0.0),
     "one": (1, None, 0.0),
     "cache1": (1, None, 30.0),
     "cache2": (2, None, 30.0),

@@ -318,7 +318,8 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
     loader = getattr(train_iter, "loader", None)
     if loader is not None and rank == 0:  # where the loader's time went (GPU stage times, waits)
         st = loader.stats()
-        print(f"  [{kind}] loader: {st['batches']} batches, read {st['read_s']:.2f} s "
+        print(f"  [{kind}] loader: {st['workers']} workers, prefetch {st['prefetch']}; "
+              f"{st['batches']} batches, read {st['read_s']:.2f} s "
               f"(GPU: H2D {st['h2d_ms'] / 1e3:.2f} s, decode {st['decode_ms'] / 1e3:.2f} s, "
               f"scatter {st['scatter_ms'] / 1e3:.2f} s), consumer waited {st['wait_s']:.2f} s, "
               f"mean queue depth {st['mean_queue_depth']:.2f}; GPU/host decoded {st['gpu_decoded']}/"
@@ -445,8 +446,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="baseline DataLoader batches per worker (lowered, then the workers, "
                          "when they would not fit in 70%% of host memory)")
     ap.add_argument("--prefetch", type=int, default=2, help="zarrflow batches ready ahead")
-    ap.add_argument("--loader-workers", type=int, default=2,
-                    help="zarrflow threads producing batches at once (each with its own stream)")
+    ap.add_argument("--loader-workers", type=int, default=None,
+                    help="zarrflow threads producing batches at once (each with its own stream; "
+                         "default: the loader's, 3 on a GPU when its memory limit allows, else 2)")
     ap.add_argument("--loader-threads", type=int, default=None,
                     help="zarrflow I/O + decode thread pool size (default: all CPUs)")
     ap.add_argument("--train-stream", default="default", choices=["default", "high"],

@@ -411,6 +411,11 @@ def test_workers_give_the_same_batches_in_order(store, workers, prefetch):
 def test_bad_workers_and_host_share(store):
     with pytest.raises(LoaderError, match="workers"):
         zarrflow.Loader(store, VARS, device="cpu", workers=0)
+    for bad in (1.5, "2", True):
+        with pytest.raises(LoaderError, match="workers must be an integer"):
+            zarrflow.Loader(store, VARS, device="cpu", workers=bad)
+    # Without a GPU the default is two workers (the third is a GPU loader's spare).
+    assert zarrflow.Loader(store, VARS, device="cpu", output="numpy").workers == 2
     for bad in (1.5, -0.1, "sometimes"):
         with pytest.raises(LoaderError, match="host_decode_share"):
             zarrflow.Loader(store, VARS, device="cpu", host_decode_share=bad)

@@ -479,7 +479,26 @@ def test_loader_refuses_a_plan_beyond_the_limit(store, memory_limit):
         zarrflow.Loader(store, VARS, device="cuda", batch_size=4)
     memory_limit(None)  # no limit: the same loader is made as asked
     ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4)
+    assert (ld.prefetch, ld.workers) == (2, 3) and not ld.memory_plan.reduced
+    ld.close()
+
+
+def test_the_default_third_worker_goes_first_and_silently(store, memory_limit):
+    """Room for two workers' read buffers, not three: the default's spare worker is given up
+    without a warning; asked for three, the same limit lowers prefetch first, with one."""
+    import warnings
+
+    from zarrflow._memory_plan import PER_WORKER
+
+    memory_limit(int(2.5 * PER_WORKER))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False)
     assert (ld.prefetch, ld.workers) == (2, 2) and not ld.memory_plan.reduced
+    ld.close()
+    with pytest.warns(RuntimeWarning, match=r"prefetch 2 -> 1 and workers 3 -> 2"):
+        ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=4, shuffle=False, workers=3)
+    assert (ld.prefetch, ld.workers) == (1, 2) and ld.memory_plan.reduced
     ld.close()
 
 

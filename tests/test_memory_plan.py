@@ -31,6 +31,24 @@ def test_prefetch_goes_first_then_workers():
     assert plan.asked == (2, 2)
 
 
+def test_a_spare_worker_goes_before_prefetch_and_is_not_a_reduction():
+    batch = 16 * 2 * 71 * 721 * 1440 * 2  # 71 channels, bf16: 4.72 GB
+    # Room for everything: the spare is kept, and nothing counts as reduced.
+    plan = fit(batch, 2, 3, 0, 0, spare_workers=1)
+    assert (plan.prefetch, plan.workers) == (2, 3) and not plan.reduced and plan.asked == (2, 2)
+    # Room for (2, 2) but not (2, 3): the spare goes, prefetch stays, no reduction to report.
+    tight = fit(batch, 2, 2, 0, 0).need
+    plan = fit(batch, 2, 3, 0, tight, spare_workers=1)
+    assert (plan.prefetch, plan.workers) == (2, 2) and plan.fits and not plan.reduced
+    # The same workers asked for explicitly: prefetch goes first (one batch less is not enough
+    # here: (1, 3) needs one more GB of read buffers than (2, 2)), and that is a reduction.
+    plan = fit(batch, 2, 3, 0, tight)
+    assert (plan.prefetch, plan.workers) == (1, 2) and plan.fits and plan.reduced
+    # Less room: after the spare, the same order as ever (prefetch, then workers).
+    plan = fit(batch, 2, 3, 0, tight - batch, spare_workers=1)
+    assert (plan.prefetch, plan.workers) == (1, 2) and plan.reduced
+
+
 def test_too_little_is_refused_with_the_plan():
     plan = fit(9 * GB, 2, 2, 30 * GB, 40 * GB)
     assert not plan.fits and (plan.prefetch, plan.workers) == (1, 1)

@@ -3,9 +3,11 @@
 A loader holds up to ``prefetch + workers + 1`` batches on the GPU (ready ahead, being made by
 each worker, and the one the consumer uses), each worker's read pieces (compressed staging,
 decoded chunks, nvCOMP's scratch: they shrink with the room left, down to ~1 GB with double
-buffering), and its GPU chunk cache. When that passes the limit, prefetch goes down first (it
-only smooths out jitter), then workers (they overlap host and GPU work, worth 1.4x at 71
-channels); a plan that does not fit even with one of each is refused before any reading starts.
+buffering), and its GPU chunk cache. When that passes the limit, the default's spare worker goes
+first (a GPU loader asks for three workers when nobody chose: the third one fills the gaps of the
+other two in a loop with no model, and is not worth memory a model needs), then prefetch (it only
+smooths out jitter), then workers (they overlap host and GPU work, worth 1.4x at 71 channels); a
+plan that does not fit even with one of each is refused before any reading starts.
 Loaders of one process share the limit: a validation loader made after the training loader gets
 what the training loader's plan leaves.
 """
@@ -24,7 +26,7 @@ class MemoryPlan:
     workers: int
     cache_bytes: int
     limit: int                    # bytes; 0 = no limit
-    asked: tuple[int, int]        # (prefetch, workers) the caller asked for
+    asked: tuple[int, int]        # (prefetch, workers) the caller asked for, spare left out
     others: int = 0               # bytes the process's other GPU loaders planned
 
     @property
@@ -47,7 +49,8 @@ class MemoryPlan:
 
     @property
     def reduced(self) -> bool:
-        return (self.prefetch, self.workers) != self.asked
+        """Fewer than the caller asked for (a spare worker given up does not count)."""
+        return self.prefetch < self.asked[0] or self.workers < self.asked[1]
 
     def describe(self) -> str:
         return (f"{self.in_flight} batches of {self.batch_bytes / 1e9:.2f} GB in flight (prefetch "
@@ -60,12 +63,14 @@ class MemoryPlan:
 
 
 def fit(batch_bytes: int, prefetch: int, workers: int, cache_bytes: int, limit: int,
-        others: int = 0) -> MemoryPlan:
+        others: int = 0, spare_workers: int = 0) -> MemoryPlan:
     """The plan closest to (prefetch, workers) that fits `limit` bytes (0: no limit) beside
     `others` planned by other loaders; when even one of each does not fit, that plan (``fits``
-    False)."""
-    plan = MemoryPlan(batch_bytes, prefetch, workers, cache_bytes, limit, (prefetch, workers),
-                      others)
+    False). `spare_workers` of the `workers` are extras nobody asked for: they go first."""
+    asked = (prefetch, workers - spare_workers)
+    plan = MemoryPlan(batch_bytes, prefetch, workers, cache_bytes, limit, asked, others)
+    while not plan.fits and plan.workers > asked[1]:
+        plan = replace(plan, workers=plan.workers - 1)
     while not plan.fits and plan.prefetch > 1:
         plan = replace(plan, prefetch=plan.prefetch - 1)
     while not plan.fits and plan.workers > 1:

@@ -14,8 +14,8 @@ chunk once even when several samples need it (x at t+1 is y at t). With ``device
 host threads decode as long as they keep up with the consumer and the GPU decoders take over
 the rest (``host_decode_share="auto"``, ``_balance.DecodeBalance``): next to a model, decode
 kernels slow its steps, while a loop that only reads wants every decoder it can get. ``workers``
-background threads (default 2, each with its own CUDA stream) keep ``prefetch`` batches ready,
-in order: one batch's host work (reading, checks) overlaps another's
+background threads (each with its own CUDA stream; by default 3 on a GPU when its memory allows,
+else 2) keep ``prefetch`` batches ready, in order: one batch's host work (reading, checks) overlaps another's
 GPU work, and the consumer only waits when the store is slower than training.
 """
 
@@ -277,6 +277,11 @@ class Stats:
 
 TIMELINE_LEN = 1024
 SHARD_INDEX_BUDGET = 256 << 20  # host bytes of shard indexes a loader keeps (~10^6 shards)
+# Workers when the caller names none: two overlap one batch's host work with another's GPU work;
+# on a GPU a third fills the gaps they leave (71-channel zstd on an H200: 37 -> 44.5 GB/s of
+# batches), when the memory limit has room for its batch (docs/benchmarks.md).
+DEFAULT_WORKERS = 2
+GPU_SPARE_WORKERS = 1
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
 
@@ -311,9 +316,11 @@ class Loader:
     ("torch", "cupy", "jax", "numpy" or "zarrflow"), ``shuffle`` (False, True/"global",
     "block"), ``seed``, ``rank``/``world_size`` (default: torch.distributed when initialised),
     ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``workers`` (threads producing
-    batches at once, default 2; each has its own CUDA stream; on the GPU both are lowered, with a
-    warning, when the batches would not fit zarrflow's GPU memory limit beside the process's
-    other loaders: see ``zarrflow.set_gpu_memory_limit`` and ``loader.memory_plan``),
+    batches at once, each with its own CUDA stream; default None: 2, plus a third on the GPU
+    when its memory allows one more batch; on the GPU both are lowered, with a warning, when the
+    batches would not fit zarrflow's GPU memory limit beside the process's other loaders, the
+    default's third worker first and silently: see ``zarrflow.set_gpu_memory_limit`` and
+    ``loader.memory_plan``),
     ``missing`` ("fill" or "error"), ``gpu_decode``, ``host_decode_share`` (0..1: the fraction
     of GPU-decodable chunks the host threads decode instead, or "auto", the default: with
     ``gpu_decode="auto"`` and no
@@ -340,7 +347,7 @@ class Loader:
                  input_overlap: dict | None = None, dtype: str = "float32", normalize: Any = None,
                  device: str = "cuda", output: str = "torch", shuffle: Any = True, seed: int = 0,
                  rank: int | None = None, world_size: int | None = None, drop_last: bool = True,
-                 prefetch: int = 2, workers: int = 2, missing: str = "fill",
+                 prefetch: int = 2, workers: int | None = None, missing: str = "fill",
                  gpu_decode: str = "auto", host_decode_share: float | str = "auto",
                  threads: int | None = None, decode_threads: int | None = None,
                  time_dim: str = "time", level_dim: str = "level",
@@ -375,8 +382,14 @@ class Loader:
         self.layout, self.dtype, self.output, self.missing = layout, dtype, output, missing
         self.shuffle, self.seed, self.block, self.buffer = shuffle, seed, block, buffer
         self.drop_last, self.prefetch, self.gpu_decode = drop_last, max(1, prefetch), gpu_decode
-        if workers < 1:
-            raise LoaderError(f"workers must be >= 1, got {workers}")
+        # Workers nobody asked for: the default's third one on a GPU, given up first for memory.
+        self._spare_workers = 0
+        if workers is None:
+            workers = DEFAULT_WORKERS
+            if kind == "cuda":
+                workers, self._spare_workers = workers + GPU_SPARE_WORKERS, GPU_SPARE_WORKERS
+        if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
+            raise LoaderError(f"workers must be an integer >= 1 or None, got {workers!r}")
         self.workers = int(workers)
         # Who decodes what the GPU could: a fixed share, or one steered by the consumer's waits
         # and batch rate (only where there is a choice: a GPU loader with gpu_decode="auto").
@@ -619,7 +632,7 @@ class Loader:
             others = sum(p.held for ld, p in _planned.items() if ld.device_id == self.device_id)
         plan = fit_memory(batch, self.prefetch, self.workers,
                           int(cache_gb * 1e9) if self.cache is not None else 0,
-                          _gpu.gpu_memory_limit(self.device_id), others)
+                          _gpu.gpu_memory_limit(self.device_id), others, self._spare_workers)
         if not plan.fits:
             raise LoaderError(memory_refusal(plan))
         if plan.reduced:
@@ -860,6 +873,7 @@ class Loader:
         """Counters since the loader was made: bytes, chunks, cache of shared chunks, waits."""
         d = self.stats_.as_dict()
         d["host_decode_share"] = self.decode_share
+        d["workers"], d["prefetch"] = self.workers, self.prefetch  # after the memory plan
         idx = self.shard_indexes.stats()  # counted since the loader was made
         d["shard_indexes_read"], d["shard_indexes_reused"] = idx["misses"], idx["hits"]
         if self._balance is not None:
