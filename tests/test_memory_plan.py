@@ -33,15 +33,25 @@ def test_prefetch_goes_first_then_workers():
 
 def test_a_spare_worker_goes_before_prefetch_and_is_not_a_reduction():
     batch = 16 * 2 * 71 * 721 * 1440 * 2  # 71 channels, bf16: 4.72 GB
-    # Room for everything: the spare is kept, and nothing counts as reduced.
-    plan = fit(batch, 2, 3, 0, 0, spare_workers=1)
-    assert (plan.prefetch, plan.workers) == (2, 3) and not plan.reduced and plan.asked == (2, 2)
-    # Room for (2, 2) but not (2, 3): the spare goes, prefetch stays, no reduction to report.
-    tight = fit(batch, 2, 2, 0, 0).need
-    plan = fit(batch, 2, 3, 0, tight, spare_workers=1)
+    three = fit(batch, 2, 3, 0, 0).need
+    # No limit, or one that leaves the reads at least half of it: the spare is kept, and
+    # nothing counts as reduced.
+    for limit in (0, 2 * three):
+        plan = fit(batch, 2, 3, 0, limit, spare_workers=1)
+        assert (plan.prefetch, plan.workers) == (2, 3) and not plan.reduced
+        assert plan.asked == (2, 2)
+    # It would fit, but takes more than half the limit: the spare goes, silently.
+    plan = fit(batch, 2, 3, 0, three, spare_workers=1)
     assert (plan.prefetch, plan.workers) == (2, 2) and plan.fits and not plan.reduced
-    # The same workers asked for explicitly: prefetch goes first (one batch less is not enough
-    # here: (1, 3) needs one more GB of read buffers than (2, 2)), and that is a reduction.
+    # Other loaders' plans count against the half too.
+    plan = fit(batch, 2, 3, 0, 2 * three, others=batch, spare_workers=1)
+    assert plan.workers == 2 and not plan.reduced
+    # Three workers asked for explicitly are kept as long as they fit...
+    plan = fit(batch, 2, 3, 0, three)
+    assert (plan.prefetch, plan.workers) == (2, 3) and not plan.reduced
+    # ... and lose prefetch first, as ever, when they do not: (1, 3) needs one more GB of read
+    # buffers than (2, 2), so one worker goes too, and that is a reduction.
+    tight = fit(batch, 2, 2, 0, 0).need
     plan = fit(batch, 2, 3, 0, tight)
     assert (plan.prefetch, plan.workers) == (1, 2) and plan.fits and plan.reduced
     # Less room: after the spare, the same order as ever (prefetch, then workers).
