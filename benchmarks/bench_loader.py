@@ -68,14 +68,16 @@ def write_wb2(path: Path, ntime: int, pool: np.ndarray, chunk_hw=(NLAT, NLON)) -
 
 
 def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71,
-                chunk_hw=(NLAT, NLON)) -> None:
+                chunk_hw=(NLAT, NLON), zstd_level: int | None = 3) -> None:
+    """The seed's stacked layout; `zstd_level` None stores the chunks uncompressed."""
     import tensorstore as ts
     import zarr
     from zarr.codecs import ZstdCodec
 
     root = zarr.open_group(str(path), mode="w", zarr_format=3)
     root.create_array("data", shape=(ntime, channels, NLAT, NLON), dtype="float32",
-                      chunks=(1, 1, *chunk_hw), compressors=ZstdCodec(level=3), fill_value=np.nan,
+                      chunks=(1, 1, *chunk_hw), fill_value=np.nan,
+                      compressors=None if zstd_level is None else ZstdCodec(level=zstd_level),
                       dimension_names=["time", "channel", "latitude", "longitude"],
                       attributes={"channels": [f"c{i}" for i in range(channels)]})
     t = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path / "data")}}).result()

@@ -113,10 +113,13 @@ if want train; then
     if [ "$LAYOUT" = pool ]; then
       # bench_loader's 71-channel zstd store (tensorstore writes it in ~1 min at 160 steps, synth
       # takes ~5 min at 80), where benchmarks/probe_frames.py keeps it: written once for both.
+      # CODEC none: the same fields uncompressed (the seed's other choice).
+      local LEVEL=3
       STORE=/tmp/zarrflow_bench/stack71_${NT}.zarr
+      [ "$CODEC" = none ] && LEVEL=None && STORE=/tmp/zarrflow_bench/stack71_${NT}_none.zarr
       python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path
 from bench_loader import field_pool, write_once, write_stack
-p = Path('$STORE'); write_once(p, lambda: write_stack(p, $NT, field_pool()))" 2>&1 | tee -a "$OUT/train.log"
+p = Path('$STORE'); write_once(p, lambda: write_stack(p, $NT, field_pool(), zstd_level=$LEVEL))" 2>&1 | tee -a "$OUT/train.log"
     elif [ ! -d "$STORE" ]; then
       t0=$(date +%s)
       python3 -m zarrflow synth "$STORE" --layout "$LAYOUT" --channels "$CH" --ntime "$NT" $CARG \
