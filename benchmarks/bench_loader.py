@@ -10,13 +10,15 @@ Grid 721x1440, also cropped to 640x1280. Batch 16, t→t+1, float32 and bfloat16
 Reported per run: samples/s, GB/s of batches (x and y, in the output dtype), and with a simulated
 50 ms training step, the fraction of step time the consumer waited for data. Baseline: a PyTorch
 DataLoader (8 workers, pin_memory) over a map-style Dataset that reads each sample with
-tensorstore (the seed notebook's pattern), then .cuda().
+tensorstore (the seed notebook's pattern), then .cuda(); and the same over xarray with tensorstore
+reading (xarray_tensorstore.open_zarr, issue #4's "xarray+tensorstore"), when it is installed.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import json
 import os
 import sys
@@ -330,17 +332,40 @@ class TsDataset:
         return torch.from_numpy(get(t)), torch.from_numpy(get(t + 1))
 
 
+class XtsDataset(TsDataset):
+    """The baseline as issue #4 names it: the same samples through xarray, with tensorstore doing
+    the reads (xarray_tensorstore.open_zarr: lazily indexed variables that tensorstore reads)."""
+
+    def __getitem__(self, t: int):
+        import torch
+        import xarray_tensorstore as xts
+
+        if self.arrays is None:  # opened in the worker
+            self.arrays = xts.open_zarr(self.store)
+
+        def get(ti: int) -> np.ndarray:
+            reads = []
+            for v in self.variables:
+                name, _, level = v.partition("@")
+                da = self.arrays[name].isel(time=ti)
+                if level:
+                    da = da.sel(level=int(level))
+                reads.append(xts.read(da))  # started here, all fields at once
+            return np.stack([r.values for r in reads])
+
+        return torch.from_numpy(get(t)), torch.from_numpy(get(t + 1))
+
+
 def run_baseline(store: Path, variables: list[str], step_s: float, batches: int = 6,
-                 workers: int = 8) -> dict:
-    import tensorstore as ts
+                 workers: int = 8, dataset=TsDataset) -> dict:
     import torch
     import torch.multiprocessing
-    from torch.utils.data import DataLoader, Dataset
+    from torch.utils.data import DataLoader
 
     # Worker batches travel through shared memory; small /dev/shm (containers) needs files.
     torch.multiprocessing.set_sharing_strategy("file_system")
 
-    ds = TsDataset(str(store), list(variables), 16 * batches)
+    ds = dataset(str(store), list(variables), 16 * batches)
     dl = DataLoader(ds, batch_size=16, shuffle=True, num_workers=workers, pin_memory=True,
                     persistent_workers=workers > 0, multiprocessing_context="spawn" if workers else None)
     for x, y in dl:  # warm-up
@@ -494,19 +519,27 @@ def main() -> int:
             results["runs"].append(r)
             print(json.dumps(r), flush=True)
     (out / f"bench_loader{tag}.json").write_text(json.dumps(results, indent=2))
+    baselines = [("DataLoader+tensorstore", TsDataset)]
+    try:
+        importlib.import_module("xarray_tensorstore")
+        baselines.append(("DataLoader+xarray+tensorstore", XtsDataset))
+    except ImportError as e:  # listed, not dropped
+        results["unavailable"] = {"DataLoader+xarray+tensorstore": str(e)}
+        print(f"baseline xarray+tensorstore unavailable: {e}", file=sys.stderr, flush=True)
     for step in (() if args.only_cache or args.seed_chunks or args.windows or args.shares
                  else (0.0, 0.05)):
-        try:
-            r = run_baseline(wb2, wb2_vars, step)
-            name = "DataLoader+tensorstore (8 workers)"
-        except RuntimeError as e:  # workers killed (e.g. no shared memory): say so, run in-process
-            print(f"baseline with 8 workers failed: {e}", file=sys.stderr, flush=True)
-            r = run_baseline(wb2, wb2_vars, step, workers=0)
-            name = "DataLoader+tensorstore (0 workers; 8 failed)"
-        r.update(store="wb2 v2 blosc-lz4, 6 ch", grid="721x1440", dtype="float32", step_s=step,
-                 loader=name)
-        results["runs"].append(r)
-        print(json.dumps(r), flush=True)
+        for base, dataset in baselines:
+            try:
+                r = run_baseline(wb2, wb2_vars, step, dataset=dataset)
+                name = f"{base} (8 workers)"
+            except RuntimeError as e:  # workers killed (e.g. no shared memory): run in-process
+                print(f"baseline with 8 workers failed: {e}", file=sys.stderr, flush=True)
+                r = run_baseline(wb2, wb2_vars, step, workers=0, dataset=dataset)
+                name = f"{base} (0 workers; 8 failed)"
+            r.update(store="wb2 v2 blosc-lz4, 6 ch", grid="721x1440", dtype="float32",
+                     step_s=step, loader=name)
+            results["runs"].append(r)
+            print(json.dumps(r), flush=True)
     (out / f"bench_loader{tag}.json").write_text(json.dumps(results, indent=2))
     lines = [f"{results['gpu']}, {results['cpus']} CPUs, {results['date']}; batch 16, t→t+1", "",
              "| loader | store | grid | dtype | training step | samples/s | GB/s of batches | "
