@@ -225,6 +225,7 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
                       gpu_decode="off" if kind == "zarrflow-gpu-hostdecode" else args.gpu_decode,
                       host_decode_share=float(share) if share else "auto", cache_gb=args.cache_gb)
         train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
+                                block=args.shuffle_block, buffer=args.shuffle_buffer,
                                 time_range=(tr.start, tr.stop), batch_size=args.batch_size, **common)
         # Validation is a few batches per epoch: one worker and one batch ahead leave the GPU
         # memory (zarrflow.set_gpu_memory_limit) to the training loader's reads, and no next
@@ -471,6 +472,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="niceness added to zarrflow's decode threads (ZARRFLOW_THREAD_NICE): they "
                          "then yield their cores to this training thread")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shuffle-block", type=int, default=8,
+                    help="zarrflow's block shuffle: blocks of this many neighbouring times")
+    ap.add_argument("--shuffle-buffer", type=int, default=64,
+                    help="zarrflow's block shuffle: samples mixed in a buffer of this many (1: "
+                         "batches of whole blocks; with --shuffle-block = batch size, x at t+1 "
+                         "is y at t for all but one sample, so about half the chunks to decode)")
     ap.add_argument("--gpu-memory-limit", default=None,
                     help="zarrflow's GPU memory limit (zarrflow.set_gpu_memory_limit: a fraction "
                          "such as 0.4, bytes such as 40GB, or none); default: the library's (40%%)")
@@ -556,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
                     "batch_size": args.batch_size, "bf16": args.bf16,
                     "channels_last": args.channels_last, "date": time.strftime("%Y-%m-%d"),
                     "train_stream": args.train_stream, "loader_workers": args.loader_workers,
+                    "shuffle_block": args.shuffle_block, "shuffle_buffer": args.shuffle_buffer,
                     "loader_threads": args.loader_threads, "store": args.store,
                     "synthetic_samples_per_s_mean": synth, "runs": results}
             (args.out / f"{tag}.json").write_text(json.dumps(meta, indent=2))
