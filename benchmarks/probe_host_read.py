@@ -1,12 +1,14 @@
-"""Probe: how fast can this host move a warm store's chunk files into pinned memory and up to the GPU?
+"""Probe: how fast can this host move a warm store's chunk files into pinned memory and up to
+the GPU?
 
 A GPU read from local files has one host stage: each chunk file is read (pread) from the page
 cache into pinned staging memory, and a copy engine takes it up to the GPU. This probe does only
 that, with no zarrflow code: `--threads` Python threads (os.preadv releases the GIL) each read
 their share of the store's chunk files into two pinned 64 MB slabs of their own, and, in the
-`h2d` runs, copy each full slab up in one call on their own CUDA stream (one copy per file, 3 MB,
-ran at 13-16 GB/s: the per-call cost, not the host, set that figure). The loader's "stored GB/s read" (bench_loader)
-can then be set against what the host manages with nothing else to do.
+`h2d` runs, copy each full slab up in one call on their own CUDA stream. (A first version made
+one copy per 3 MB file and ran at 13-16 GB/s, below the loader itself: its own cost per copy set
+that figure.) The loader's "stored GB/s read" (bench_loader) can then be set against what the
+host manages with nothing else to do.
 
 Usage (GPU host): python3 benchmarks/probe_host_read.py --data /tmp/zarrflow_bench --out $OUT
 """

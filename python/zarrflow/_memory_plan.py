@@ -5,9 +5,10 @@ each worker, and the one the consumer uses), each worker's read pieces (compress
 decoded chunks, nvCOMP's scratch: they shrink with the room left, down to ~1 GB with double
 buffering), and its GPU chunk cache. The default's spare worker goes first (a GPU loader asks for
 three workers when nobody chose: the third one fills the gaps the other two leave, but only
-where the plan leaves half the limit to the reads' pieces), then, when the plan passes the
-limit, prefetch (it only smooths out jitter), then workers (they overlap host and GPU work, worth 1.4x at 71 channels); a
-plan that does not fit even with one of each is refused before any reading starts.
+where the plan leaves half the limit to the reads' pieces). Then, when the plan passes the
+limit, prefetch goes down (it only smooths out jitter), then workers (they overlap host and GPU
+work, worth 1.4x at 71 channels); a plan that does not fit even with one of each is refused
+before any reading starts.
 Loaders of one process share the limit: a validation loader made after the training loader gets
 what the training loader's plan leaves.
 """

@@ -15,8 +15,9 @@ host threads decode as long as they keep up with the consumer and the GPU decode
 the rest (``host_decode_share="auto"``, ``_balance.DecodeBalance``): next to a model, decode
 kernels slow its steps, while a loop that only reads wants every decoder it can get. ``workers``
 background threads (each with its own CUDA stream; by default 3 on a GPU when its memory limit
-leaves room, else 2) keep ``prefetch`` batches ready, in order: one batch's host work (reading, checks) overlaps another's
-GPU work, and the consumer only waits when the store is slower than training.
+leaves room, else 2) keep ``prefetch`` batches ready, in order: one batch's host work (reading,
+checks) overlaps another's GPU work, and the consumer only waits when the store is slower than
+training.
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ class Stats:
 TIMELINE_LEN = 1024
 SHARD_INDEX_BUDGET = 256 << 20  # host bytes of shard indexes a loader keeps (~10^6 shards)
 # Workers when the caller names none: two overlap one batch's host work with another's GPU work;
-# on a GPU a third fills the gaps they leave (71-channel zstd on an H200: 37 -> 44.5 GB/s of
+# on a GPU a third fills the gaps they leave (6 channels on an H200: 39-40 -> 44-45 GB/s of
 # batches) where the memory limit leaves its reads room (_memory_plan, docs/benchmarks.md).
 DEFAULT_WORKERS = 2
 GPU_SPARE_WORKERS = 1
@@ -317,10 +318,10 @@ class Loader:
     "block"), ``seed``, ``rank``/``world_size`` (default: torch.distributed when initialised),
     ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``workers`` (threads producing
     batches at once, each with its own CUDA stream; default None: 2, plus a third on the GPU
-    when the plan with it takes at most half of zarrflow's GPU memory limit; on the GPU both are lowered, with a warning, when the
-    batches would not fit zarrflow's GPU memory limit beside the process's other loaders, the
-    default's third worker first and silently: see ``zarrflow.set_gpu_memory_limit`` and
-    ``loader.memory_plan``),
+    when the plan with it takes at most half of zarrflow's GPU memory limit; on the GPU both
+    are lowered, with a warning, when the batches would not fit zarrflow's GPU memory limit
+    beside the process's other loaders, the default's third worker first and silently: see
+    ``zarrflow.set_gpu_memory_limit`` and ``loader.memory_plan``),
     ``missing`` ("fill" or "error"), ``gpu_decode``, ``host_decode_share`` (0..1: the fraction
     of GPU-decodable chunks the host threads decode instead, or "auto", the default: with
     ``gpu_decode="auto"`` and no
