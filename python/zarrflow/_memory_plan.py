@@ -5,10 +5,10 @@ each worker, and the one the consumer uses), each worker's read pieces (compress
 decoded chunks, nvCOMP's scratch: they shrink with the room left, down to ~1 GB with double
 buffering), and its GPU chunk cache. The default's spare worker goes first (a GPU loader asks for
 three workers when nobody chose: the third one fills the gaps the other two leave, but only
-where the plan leaves half the limit to the reads' pieces). Then, when the plan passes the
-limit, prefetch goes down (it only smooths out jitter), then workers (they overlap host and GPU
-work, worth 1.4x at 71 channels); a plan that does not fit even with one of each is refused
-before any reading starts.
+where the limit leaves every worker room for large read pieces, ``read_bytes`` each). Then,
+when the plan passes the limit, prefetch goes down (it only smooths out jitter), then workers
+(they overlap host and GPU work, worth 1.4x at 71 channels); a plan that does not fit even with
+one of each is refused before any reading starts.
 Loaders of one process share the limit: a validation loader made after the training loader gets
 what the training loader's plan leaves.
 """
@@ -18,6 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 PER_WORKER = 1 << 30  # the smallest working set of one worker's reads (pieces of 256 MB)
+
+
+# What each worker's reads should have beside the batches and caches for a spare worker to stay:
+# room for pieces of 4 GB of decoded chunks, with their staging and nvCOMP's zstd scratch (~5.5x
+# the decoded bytes; device_read_cuda.cc, piece_bounds). Measured, not derived: a third worker
+# helped where its plan left each worker 24 GB or more (71-channel float32 batches on an H200,
+# 6-channel batches on either GPU, 90% limit) and cost 3-47% where it left 16 GB or less
+# (71-channel float32 and bfloat16 batches on an H100). nvCOMP's calls have a fixed latency, so pieces squeezed by
+# a third reader cost more calls than the third reader wins back.
+SPARE_WORKER_READ_BYTES = int(5.5 * 4e9)
 
 
 @dataclass(frozen=True)
@@ -64,18 +74,19 @@ class MemoryPlan:
 
 
 def fit(batch_bytes: int, prefetch: int, workers: int, cache_bytes: int, limit: int,
-        others: int = 0, spare_workers: int = 0) -> MemoryPlan:
+        others: int = 0, spare_workers: int = 0,
+        read_bytes: int = SPARE_WORKER_READ_BYTES) -> MemoryPlan:
     """The plan closest to (prefetch, workers) that fits `limit` bytes (0: no limit) beside
     `others` planned by other loaders; when even one of each does not fit, that plan (``fits``
-    False). `spare_workers` of the `workers` are extras nobody asked for: they go first."""
+    False). `spare_workers` of the `workers` are extras nobody asked for: they go first, and stay
+    only where what the limit leaves beside the batches and caches gives every worker
+    `read_bytes` (see SPARE_WORKER_READ_BYTES)."""
     asked = (prefetch, workers - spare_workers)
     plan = MemoryPlan(batch_bytes, prefetch, workers, cache_bytes, limit, asked, others)
-    # A spare worker stays only where its plan leaves the reads at least half of the limit: a
-    # worker's reads work in pieces sized from the room left (1 GB is their floor, not their
-    # speed), so a third worker that takes that room slows every read (71 channels in float32 on
-    # an 80 GB H100 at a 90% limit: 32.4 -> 17.3 GB/s of batches).
+    # A worker's reads work in pieces sized from the room left (1 GB is their floor, not their
+    # speed), so a spare worker that takes that room slows every read.
     while plan.workers > asked[1] and (not plan.fits or (
-            plan.limit and 2 * (plan.need + plan.others) > plan.limit)):
+            plan.limit and plan.limit - plan.held - plan.others < plan.workers * read_bytes)):
         plan = replace(plan, workers=plan.workers - 1)
     while not plan.fits and plan.prefetch > 1:
         plan = replace(plan, prefetch=plan.prefetch - 1)

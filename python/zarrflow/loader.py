@@ -280,7 +280,8 @@ TIMELINE_LEN = 1024
 SHARD_INDEX_BUDGET = 256 << 20  # host bytes of shard indexes a loader keeps (~10^6 shards)
 # Workers when the caller names none: two overlap one batch's host work with another's GPU work;
 # on a GPU a third fills the gaps they leave (6 channels on an H200: 39-40 -> 44-45 GB/s of
-# batches) where the memory limit leaves its reads room (_memory_plan, docs/benchmarks.md).
+# batches) where the memory limit leaves every worker's reads room (_memory_plan,
+# docs/benchmarks.md).
 DEFAULT_WORKERS = 2
 GPU_SPARE_WORKERS = 1
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
@@ -318,7 +319,8 @@ class Loader:
     "block"), ``seed``, ``rank``/``world_size`` (default: torch.distributed when initialised),
     ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``workers`` (threads producing
     batches at once, each with its own CUDA stream; default None: 2, plus a third on the GPU
-    when the plan with it takes at most half of zarrflow's GPU memory limit; on the GPU both
+    where zarrflow's GPU memory limit leaves each of the three room for large read pieces beside
+    the batches and caches (22 GB each, ``_memory_plan``); on the GPU both
     are lowered, with a warning, when the batches would not fit zarrflow's GPU memory limit
     beside the process's other loaders, the default's third worker first and silently: see
     ``zarrflow.set_gpu_memory_limit`` and ``loader.memory_plan``),
