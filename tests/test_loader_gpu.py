@@ -430,7 +430,8 @@ def test_out_of_memory_names_the_loaders_memory(store, monkeypatch):
     monkeypatch.setattr(loader_mod._core, "read_batch", full_gpu)
     ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=2, workers=3, prefetch=1)
     with pytest.raises(StoreIOError, match=r"out of memory\)\n.*up to 5 are in flight \(prefetch 1 "
-                                           r"\+ 3 workers \+ the one in use\).*bfloat16"):
+                                           r"\+ 3 workers \+ the one in use\).*of the GPU's "
+                                           r"[0-9.]+ GB \([0-9.]+ GB free now\).*bfloat16"):
         next(iter(ld))
     ld.close()
 

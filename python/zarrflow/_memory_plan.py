@@ -25,8 +25,8 @@ PER_WORKER = 1 << 30  # the smallest working set of one worker's reads (pieces o
 # the decoded bytes; device_read_cuda.cc, piece_bounds). Measured, not derived: a third worker
 # helped where its plan left each worker ~24 GB or more (71-channel float32 batches on an H200,
 # 6-channel batches on either GPU, 90% limit) and cost 3-47% where it left 16 GB or less
-# (71-channel float32 and bfloat16 batches on an H100). nvCOMP's calls have a fixed latency, so pieces squeezed by
-# a third reader cost more calls than the third reader wins back.
+# (71-channel float32 and bfloat16 batches on an H100). nvCOMP's calls have a fixed latency,
+# so pieces squeezed by a third reader cost more calls than the third reader wins back.
 SPARE_WORKER_READ_BYTES = int(5.5 * 4e9)
 
 

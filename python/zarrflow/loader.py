@@ -320,9 +320,9 @@ class Loader:
     ``drop_last``, ``prefetch`` (batches ready ahead, default 2), ``workers`` (threads producing
     batches at once, each with its own CUDA stream; default None: 2, plus a third on the GPU
     where zarrflow's GPU memory limit leaves each of the three room for large read pieces beside
-    the batches and caches (22 GB each, ``_memory_plan``); on the GPU both
-    are lowered, with a warning, when the batches would not fit zarrflow's GPU memory limit
-    beside the process's other loaders, the default's third worker first and silently: see
+    the batches and caches (22 GB each, ``_memory_plan``); on the GPU both are lowered, with a
+    warning, when the batches would not fit zarrflow's GPU memory limit beside the process's
+    other loaders, the default's third worker first and silently: see
     ``zarrflow.set_gpu_memory_limit`` and ``loader.memory_plan``),
     ``missing`` ("fill" or "error"), ``gpu_decode``, ``host_decode_share`` (0..1: the fraction
     of GPU-decodable chunks the host threads decode instead, or "auto", the default: with
@@ -627,10 +627,14 @@ class Loader:
             self._streams.append(_core.Stream(self.device_id))
         return self._streams[worker].handle
 
+    def _batch_bytes(self, samples: int) -> int:
+        """Bytes of a batch of `samples` samples (x and y, in the output dtype)."""
+        return (samples * (self.h + self.k) * len(self.spec.channels)
+                * int(np.prod(self.spatial_shape)) * _numpy_dtype(self.dtype).itemsize)
+
     def _fit_memory(self, cache_gb: float):
         """Prefetch and workers fitted into zarrflow's GPU memory limit (see _memory_plan)."""
-        batch = (self.batch_size * (self.h + self.k) * len(self.spec.channels)
-                 * int(np.prod(self.spatial_shape)) * _numpy_dtype(self.dtype).itemsize)
+        batch = self._batch_bytes(self.batch_size)
         with _live_lock:
             others = sum(p.held for ld, p in _planned.items() if ld.device_id == self.device_id)
         plan = fit_memory(batch, self.prefetch, self.workers,
@@ -653,14 +657,8 @@ class Loader:
         """Why a GPU loader may run out of memory, with its own figures (for the error)."""
         batch, in_flight = self.memory_plan.batch_bytes, self.memory_plan.in_flight
         mem = _gpu.memory_stats()
-        gpu = ""
-        try:
-            import torch
-
-            free, total = torch.cuda.mem_get_info(self.device_id)
-            gpu = f" of the GPU's {total / 1e9:.1f} GB ({free / 1e9:.1f} GB free now)"
-        except Exception:  # noqa: BLE001 (no torch: the figures without the GPU's size)
-            pass
+        free, total = _core.device_memory(self.device_id)
+        gpu = f" of the GPU's {total / 1e9:.1f} GB ({free / 1e9:.1f} GB free now)"
         limit = mem.get("device_limit", 0)
         return (f"zarrflow: this loader's batches are {batch / 1e9:.2f} GB each and up to "
                 f"{in_flight} are in flight (prefetch {self.prefetch} + {self.workers} workers + "
@@ -711,7 +709,7 @@ class Loader:
                 nans = int(np.isnan(np.from_dlpack(raw)).sum())
         t_end = time.perf_counter()
         delta = {"read_s": t_end - t0, "batches": 1, "samples": len(samples),
-                 "batch_bytes": int(np.prod(shape)) * _numpy_dtype(self.dtype).itemsize,
+                 "batch_bytes": self._batch_bytes(len(samples)),
                  "nans": int(nans)}
         for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
                     "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms", "scatter_ms",
