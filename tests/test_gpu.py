@@ -149,10 +149,12 @@ def _corrupt_once(path: Path, rng: random.Random) -> None:
     victim.write_bytes(bytes(b))
 
 
-# Chains whose every byte is covered by a checksum: corruption must never go unnoticed on the GPU.
-CHECKSUMMED = {"zstd+crc32c"}
-# zarrflow's own decoders (Blosc's lz4/blosclz, numcodecs LZ4) check what liblz4/c-blosc check.
-STRICT = {"blosc-lz4-shuffle", "blosc-blosclz-bitshuffle", "v2-lz4"}
+# Chains whose data is covered by a checksum the GPU path verifies (crc32c; the CRC-32 / Adler-32
+# trailers of gzip and zlib, checked after nvCOMP inflates): corruption never goes unnoticed.
+CHECKSUMMED = {"zstd+crc32c", "gzip", "v2-zlib"}
+# zarrflow's own decoders (Blosc's lz4/blosclz, numcodecs LZ4) check what liblz4/c-blosc check,
+# and Blosc's zlib streams have their Adler-32 verified; only Blosc's header is unprotected.
+STRICT = {"blosc-lz4-shuffle", "blosc-blosclz-bitshuffle", "v2-lz4", "blosc-zlib-noshuffle"}
 
 
 @pytest.mark.parametrize("codec", ["blosc-lz4-shuffle", "blosc-blosclz-bitshuffle",

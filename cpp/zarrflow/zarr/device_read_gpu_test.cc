@@ -2,6 +2,7 @@
 // Small on purpose: this binary also runs under compute-sanitizer (scripts/gpu_run.sh).
 #include <blosc.h>
 #include <gtest/gtest.h>
+#include <libdeflate.h>
 #include <lz4.h>
 #include <zstd.h>
 
@@ -558,6 +559,71 @@ FieldStore field_store(int n, const std::string& codecs,
     EXPECT_TRUE(fs.store->set("z/c/" + std::to_string(t) + "/0/0", enc).ok());
   }
   return fs;
+}
+
+Bytes deflate_wrapped(const Bytes& b, bool gzip) {
+  auto* c = libdeflate_alloc_compressor(6);
+  Bytes out(gzip ? libdeflate_gzip_compress_bound(c, b.size())
+                 : libdeflate_zlib_compress_bound(c, b.size()));
+  out.resize(gzip ? libdeflate_gzip_compress(c, b.data(), b.size(), out.data(), out.size())
+                  : libdeflate_zlib_compress(c, b.data(), b.size(), out.data(), out.size()));
+  libdeflate_free_compressor(c);
+  return out;
+}
+
+// nvCOMP inflates zlib and gzip payloads without reading their trailers; the GPU checks the
+// Adler-32 / CRC-32 itself. A chunk whose deflate data is intact but whose checksum disagrees
+// is rejected as the CPU rejects it, naming the chunk, where it used to come back as data.
+TEST_F(DeviceReadTest, DeflateTrailersAreCheckedOnTheGpu) {
+  if (!Nvcomp::get().ok()) GTEST_SKIP() << "no nvCOMP: nothing inflates on the GPU";
+  struct Case {
+    const char* name;
+    const char* codec;
+    std::function<Bytes(const Bytes&)> encode;
+    std::size_t flip_from_end;  // a byte of the checksum the chunk ends with
+  };
+  const Case cases[] = {
+      {"gzip", R"({"name": "gzip", "configuration": {"level": 6}})",
+       [](const Bytes& b) { return deflate_wrapped(b, true); }, 8},  // CRC-32, then ISIZE
+      {"zlib", R"({"name": "numcodecs.zlib", "configuration": {"level": 6}})",
+       [](const Bytes& b) { return deflate_wrapped(b, false); }, 1},  // Adler-32
+      {"blosc-zlib", R"({"name": "blosc", "configuration": {"cname": "zlib", "clevel": 5,
+       "shuffle": "shuffle", "typesize": 4, "blocksize": 0}})",
+       [](const Bytes& b) { return blosc(b, "zlib", 1, 0); }, 1},  // the last stream's Adler-32
+  };
+  const auto value = [](int t, int k) { return float(t) + 0.001f * float((k * 7) % 1000); };
+  const Shape shape{3, kSide, kSide};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const FieldStore fs = field_store(
+        3, std::string(R"([{"name": "bytes", "configuration": {"endian": "little"}}, )") + c.codec +
+               "]",
+        value, c.encode);
+    expect_same(fs.store, "z", Selection::full(shape), GpuDecode::kOn, 0);
+    auto v = **fs.store->get("z/c/1/0/0");
+    Bytes broken(v.data(), v.data() + v.size());
+    broken[broken.size() - c.flip_from_end] ^= std::byte{0x01};
+    ASSERT_TRUE(fs.store->set("z/c/1/0/0", broken).ok());
+    const auto owner = open_array(fs.store, "z");
+    std::vector<float> host(3 * kSide * kSide);
+    const StridedView host_view{reinterpret_cast<std::byte*>(host.data()), shape,
+                                c_strides(shape, 4)};
+    ASSERT_FALSE(owner->read(Selection::full(shape), host_view, ReadOptions{}).ok())
+        << "the CPU decoder must reject the changed checksum";
+    void* d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, host.size() * 4), cudaSuccess);
+    DeviceReader reader;
+    DeviceReadOptions opt;
+    opt.decode = GpuDecode::kOn;
+    const Status s = reader.read(*owner, Selection::full(shape),
+                                 {static_cast<std::byte*>(d), shape, c_strides(shape, 4)}, opt);
+    cudaFree(d);
+    EXPECT_FALSE(s.ok()) << "the GPU returned data for a chunk whose checksum is wrong";
+    EXPECT_NE(s.message().find("chunk 'c/1/0/0'"), std::string::npos) << s.message();
+    // the other chunks still decode on the GPU
+    expect_same(fs.store, "z", Selection{{2, 0, 0}, {1, kSide, kSide}, {1, 1, 1}},
+                GpuDecode::kOn, 0);
+  }
 }
 
 // Chunks that compress to almost nothing (edge chunks that are mostly fill value, constant

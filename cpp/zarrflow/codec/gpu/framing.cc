@@ -43,7 +43,7 @@ Result<Payload> zlib_payload(ConstByteSpan in) {
   if ((cmf & 0x0f) != 8 || (cmf >> 4) > 7 || ((cmf << 8) | flg) % 31 != 0)
     return corrupt_data("zlib: invalid stream header");
   if (flg & 0x20) return cpu("zlib stream with a preset dictionary");
-  return Payload{2, in.size() - 6};  // the Adler-32 trailer is not checked on the GPU
+  return Payload{2, in.size() - 6};  // the Adler-32 trailer is checked after the GPU inflates
 }
 
 Result<Payload> gzip_payload(ConstByteSpan in, std::uint64_t decoded_size) {

@@ -5,8 +5,8 @@
 //   ZF_SYNC_LANES()  __syncwarp() in device code (all 32 lanes of the warp must reach it), nothing
 //                    on the host, where a decode runs as lane 0 of 1.
 //   DecodeStatus     the negative codes the decoders return. -1..-3 have the meaning of the
-//                    kernels' KernelError codes (kernels.h); -4 and -5 are left to the kernels
-//                    (size mismatch, unknown kind).
+//                    kernels' KernelError codes (kernels.h); -4, -5 and -9 are left to the
+//                    kernels (size mismatch, unknown kind, checksum mismatch).
 #pragma once
 
 #include <cstddef>

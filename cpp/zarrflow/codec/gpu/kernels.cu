@@ -3,6 +3,7 @@
 #include <cuda_fp16.h>
 
 #include "zarrflow/codec/gpu/blosclz_block.h"
+#include "zarrflow/codec/gpu/checksum.h"
 #include "zarrflow/codec/gpu/kernels.h"
 #include "zarrflow/codec/gpu/lz4_block.h"
 #include "zarrflow/codec/gpu/unshuffle.h"
@@ -262,6 +263,39 @@ __global__ void check_sizes_kernel(const std::size_t* actual, const std::size_t*
     if (status[i] == 0 && actual[i] != expected[i]) status[i] = kErrSizeMismatch;
 }
 
+constexpr unsigned kChecksumThreads = 256;
+
+// One block per stream: thread t sums part t of the decoded bytes (checksum.h: part_bounds),
+// thread 0 combines the parts in order and compares with the trailer.
+__global__ void verify_checksums_kernel(const ChecksumJob* jobs, std::uint32_t n, int* status) {
+  __shared__ std::uint32_t table[256];
+  __shared__ std::uint32_t sums[kChecksumThreads], weighted[kChecksumThreads];
+  const unsigned t = threadIdx.x;
+  table[t] = crc32_table_entry(t);
+  __syncthreads();
+  for (std::uint32_t j = blockIdx.x; j < n; j += gridDim.x) {
+    const ChecksumJob job = jobs[j];
+    const bool adler = job.kind == kChecksumAdler32;
+    std::uint64_t begin, end;
+    part_bounds(job.size, kChecksumThreads, t, &begin, &end);
+    if (adler) {
+      const AdlerPart p = adler32_part(job.data + begin, end - begin);
+      sums[t] = p.sum;
+      weighted[t] = p.weighted;
+    } else {
+      sums[t] = crc32_update(0, job.data + begin, end - begin, table);
+    }
+    __syncthreads();
+    if (t == 0) {
+      const std::uint32_t value = adler ? adler32_of_parts(job.size, kChecksumThreads, sums, weighted)
+                                        : crc32_of_parts(job.size, kChecksumThreads, sums);
+      const std::uint32_t stored = adler ? load_be32(job.trailer) : load_le32(job.trailer);
+      if (value != stored && status[job.status] == kKernelOk) status[job.status] = kErrChecksum;
+    }
+    __syncthreads();
+  }
+}
+
 unsigned grid_for(std::uint64_t items, unsigned per_block) {
   const std::uint64_t g = (items + per_block - 1) / per_block;
   return unsigned(g == 0 ? 1 : (g > 65535u * 16 ? 65535u * 16 : g));
@@ -297,6 +331,13 @@ cudaError_t launch_check_sizes(const std::size_t* d_actual, const std::size_t* d
                                int* d_status, std::uint32_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   check_sizes_kernel<<<grid_for(n, 256), 256, 0, stream>>>(d_actual, d_expected, d_status, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_verify_checksums(const ChecksumJob* d_jobs, std::uint32_t n, int* d_status,
+                                    cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  verify_checksums_kernel<<<grid_for(n, 1), kChecksumThreads, 0, stream>>>(d_jobs, n, d_status);
   return cudaGetLastError();
 }
 

@@ -8,6 +8,8 @@
 //                    transpose, byte swap) or fill of missing chunks with the fill value; for
 //                    float32 data optionally normalised and cast on the way (training batches)
 //   check_sizes      compares nvCOMP's actual output sizes with the expected ones
+//   verify_checksums one thread block per inflated zlib / gzip stream: its Adler-32 / CRC-32
+//                    against the stream's trailer (nvCOMP ignores trailers; codec/gpu/checksum.h)
 // Every job reports into its own int status slot: 0 = OK, negative = error code (see below).
 #pragma once
 
@@ -66,6 +68,20 @@ enum KernelError : int {
   kErrBadOffset = -3,     // match offset points before the output start
   kErrSizeMismatch = -4,  // decoded a different number of bytes than expected
   kErrUnknownKind = -5,
+  kErrChecksum = -9,  // the decoded bytes do not match the stream's Adler-32 / CRC-32 trailer
+};
+
+enum ChecksumKind : std::uint32_t {
+  kChecksumAdler32 = 0,  // zlib: Adler-32, big-endian
+  kChecksumCrc32 = 1,    // gzip: CRC-32, little-endian
+};
+
+struct ChecksumJob {
+  const std::uint8_t* data;     // the decoded bytes
+  const std::uint8_t* trailer;  // the checksum as stored (device memory)
+  std::uint64_t size;           // decoded bytes
+  std::uint32_t kind;           // ChecksumKind
+  std::uint32_t status;         // index of the inflate job's slot in the status array
 };
 
 cudaError_t launch_decode_streams(const StreamJob* d_jobs, std::uint32_t n, int* d_status,
@@ -81,5 +97,9 @@ cudaError_t launch_scatter(const ScatterJob* d_jobs, std::uint32_t n,
 // status[i] = (actual[i] == expected[i]) ? status[i] : kErrSizeMismatch, for nvCOMP batches.
 cudaError_t launch_check_sizes(const std::size_t* d_actual, const std::size_t* d_expected,
                                int* d_status, std::uint32_t n, cudaStream_t stream);
+// status[job.status] = kErrChecksum where a job's checksum differs from its trailer and the slot
+// still says OK (an inflate error or a size mismatch already reported stays).
+cudaError_t launch_verify_checksums(const ChecksumJob* d_jobs, std::uint32_t n, int* d_status,
+                                    cudaStream_t stream);
 
 }  // namespace zarrflow::gpu

@@ -1063,6 +1063,9 @@ Status ReadOp::enqueue(Batch& b) {
   std::vector<std::uint32_t> stream_item;
   std::vector<UnshuffleJob> unshuffles;
   std::vector<ScatterJob> scatters;
+  // Inflated zlib / gzip streams whose trailers the GPU checks; `status` first holds the index of
+  // the stream's deflate job (the slot once the zstd jobs are counted).
+  std::vector<ChecksumJob> checksums;
   const auto u8 = [](const std::byte* p) { return reinterpret_cast<const std::uint8_t*>(p); };
   const auto w8 = [](std::byte* p) { return reinterpret_cast<std::uint8_t*>(p); };
   auto add_nvcomp = [](NvcompBatch& nb, const std::byte* src, std::uint64_t src_size,
@@ -1126,7 +1129,10 @@ Status ReadOp::enqueue(Batch& b) {
       case GpuCodec::kZstd:
         add_nvcomp(zstd, src, it.payload.size, out, n, item);
         break;
-      case GpuCodec::kDeflate:
+      case GpuCodec::kDeflate:  // the trailer follows the payload: CRC-32 (gzip) or Adler-32
+        checksums.push_back({w8(out), u8(src + it.payload.size), n,
+                             it.program->gzip ? kChecksumCrc32 : kChecksumAdler32,
+                             std::uint32_t(deflate.src.size())});
         add_nvcomp(deflate, src, it.payload.size, out, n, item);
         break;
       case GpuCodec::kLz4:
@@ -1149,6 +1155,8 @@ Status ReadOp::enqueue(Batch& b) {
               add_nvcomp(zstd, ssrc, s.src_size, sdst, s.dst_size, item);
               break;
             case BloscStreamKind::kZlib:  // strip the zlib wrapper: raw deflate inside
+              checksums.push_back({w8(sdst), u8(ssrc + s.src_size - 4), s.dst_size,
+                                   kChecksumAdler32, std::uint32_t(deflate.src.size())});
               add_nvcomp(deflate, ssrc + 2, s.src_size - 6, sdst, s.dst_size, item);
               break;
             default: {
@@ -1184,6 +1192,7 @@ Status ReadOp::enqueue(Batch& b) {
   for (const auto* v : {&zstd.item, &deflate.item, &lz4.item, &stream_item})
     b.slot_item.insert(b.slot_item.end(), v->begin(), v->end());
   for (std::size_t s = 0; s < ns; ++s) streams[s].status = std::uint32_t(nz + nd + nl + s);
+  for (ChecksumJob& c : checksums) c.status += std::uint32_t(nz);
   std::vector<std::int64_t> tile_starts(scatters.size() + 1, 0);
   for (std::size_t s = 0; s < scatters.size(); ++s)
     tile_starts[s + 1] = tile_starts[s] + (scatters[s].count + kScatterTile - 1) / kScatterTile;
@@ -1202,7 +1211,8 @@ Status ReadOp::enqueue(Batch& b) {
                     o_lcap = tb.add(lz4.capacity), o_ldst = tb.add(lz4.dst);
   const std::size_t o_streams = tb.add(streams), o_unsh = tb.add(unshuffles),
                     o_scat = tb.add(scatters), o_tiles = tb.add(tile_starts),
-                    o_status = tb.add(zero_status), o_nans = tb.add(zero_nans);
+                    o_status = tb.add(zero_status), o_nans = tb.add(zero_nans),
+                    o_checks = tb.add(checksums);
   const std::size_t o_zact = tb.reserve(nz * sizeof(std::size_t)),
                     o_dact = tb.reserve(nd * sizeof(std::size_t)),
                     o_lact = tb.reserve(nl * sizeof(std::size_t));
@@ -1354,6 +1364,9 @@ Status ReadOp::enqueue(Batch& b) {
       run_nvcomp(NvcompAlgo::kZstd, zstd, o_zsrc, o_zsb, o_zcap, o_zdst, o_zact, d_status));
   ZF_RETURN_IF_ERROR(run_nvcomp(NvcompAlgo::kDeflate, deflate, o_dsrc, o_dsb, o_dcap, o_ddst,
                                 o_dact, d_status + nz));
+  ZF_CUDA_RETURN_IF_ERROR(launch_verify_checksums(
+      reinterpret_cast<const ChecksumJob*>(dt + o_checks), std::uint32_t(checksums.size()),
+      d_status, stream));
   ZF_RETURN_IF_ERROR(
       run_nvcomp(NvcompAlgo::kLz4, lz4, o_lsrc, o_lsb, o_lcap, o_ldst, o_lact, d_status + nz + nd));
   ZF_CUDA_RETURN_IF_ERROR(launch_decode_streams(reinterpret_cast<const StreamJob*>(dt + o_streams),
