@@ -106,6 +106,7 @@ def test_timeline_says_who_made_each_batch_and_how_long_the_consumer_waited(stor
         assert r["end"] <= r["taken"]  # handed out only once made
         assert 0 <= r["ready"] <= ld.prefetch + ld.workers - 1
         assert r["host_share"] == 0.0  # a CPU loader has no GPU to share decoding with
+        assert r["pools_grew"] is False  # only watched for a decode balance
     assert sum(r["wait"] for r in tl) <= ld.stats()["wait_s"] + 1e-9
     assert 0 < ld.stats()["mean_queue_depth"] <= ld.prefetch + ld.workers - 1
 

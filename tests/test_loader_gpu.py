@@ -389,6 +389,38 @@ def test_decoding_moves_to_the_gpu_while_the_consumer_waits_and_bits_do_not_chan
     assert st["gpu_decoded"] == 0 and st["cpu_decoded"] > 0
 
 
+def test_batches_made_while_the_pools_grew_are_not_judged(store):
+    # A batch during which zarrflow's pools allocated waited for the driver, not for the host's
+    # decoding: the balance must not cut the host's share for it (one such stall in the first
+    # epoch of a training process used to move decoding to the GPU for the rest of the run).
+    class Recorder(DecodeBalance):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def observe(self, asked, taken, ready, share=None, settled=True):
+            self.calls.append(settled)
+            super().observe(asked, taken, ready, share, settled)
+
+    zarrflow.release_memory()  # idle pool memory back: the first batches must allocate
+    ld = zarrflow.Loader(store, VARS, device="cuda", batch_size=2, shuffle=False, workers=1,
+                         prefetch=1, prime_next_epoch=False)
+    rec = ld._balance = Recorder()
+    for e in range(3):
+        ld.set_epoch(e)
+        for _ in ld:
+            time.sleep(0.02)  # a consumer slower than the loader: the share stays where it is
+    tl = ld.timeline()
+    grew = [r["pools_grew"] for r in tl]
+    assert grew[0] and not grew[-1], grew  # the first batch allocated; later ones reuse
+    assert len(rec.calls) == len(tl)
+    for r, settled in zip(tl, rec.calls):
+        if r["pools_grew"]:
+            assert not settled, (r, rec.calls)
+    assert any(rec.calls)  # batches of warm pools are judged
+    ld.close()
+
+
 def test_uncompressed_planes_are_converted_as_they_are_read(tmp_path):
     # Whole uncompressed float32 planes of a local store go through a small per-thread buffer on
     # the host, piece by piece (256 KiB; a plane here is 1.4 pieces), and are copied up already

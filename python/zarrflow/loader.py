@@ -680,6 +680,10 @@ class Loader:
         # (one pass, no float32 copy of the batch); on the host, in NumPy after the read.
         fused = self._transform and self.on_gpu
         share = self.decode_share
+        # Whether zarrflow's pools grew while this batch was made (by this worker or another):
+        # such a batch waited for the driver (pinned pages mapped and registered, cudaMalloc),
+        # so its time says nothing about how fast the host threads decode.
+        allocations = _pool_allocations() if self._balance is not None else None
         t0 = time.perf_counter()
         times, origins = self._where(samples)
         arrays, table = self._requests(times, origins, steps)
@@ -717,8 +721,9 @@ class Loader:
                     "enqueue_ms", "gpu_wait_ms", "limit_wait_ms"):
             if report and key in report:
                 delta[key] = report[key]
+        grew = allocations is not None and _pool_allocations() != allocations
         return {"raw": out, "times": times, "stats": delta, "origin": origins,
-                "timing": (worker, t0, t_read, t_end, share)}
+                "timing": (worker, t0, t_read, t_end, share, grew)}
 
     def _convert(self, item: dict) -> dict:
         t = item["raw"]
@@ -837,13 +842,16 @@ class Loader:
                     # The workers are free: start the next pass now (it waits for room under
                     # the shared depth), so its first batches are ready when it begins.
                     self._prime(epoch_now + 1 if advanced else epoch_now)
-                worker, start, read_done, end, share = item.pop("timing")
+                worker, start, read_done, end, share, grew = item.pop("timing")
                 self.stats_.timeline.append((epoch_now, self._position, worker, start, read_done,
-                                             end, t0, t1, ready, share))
+                                             end, t0, t1, ready, share, grew))
                 if self._balance is not None:
-                    # The first batches of a pass nobody read ahead are always waited for.
-                    self._balance.observe(t0, t1, ready, share, settled=primed is not None
-                                          or self._position - first >= self.workers)
+                    # The first batches of a pass nobody read ahead are always waited for, and
+                    # a batch made while the pools grew waited for the driver, not the host's
+                    # decoding: one such stall in a training process's first epoch used to move
+                    # decoding to the GPU for good (H100, 6 channels: 0.955 of synthetic).
+                    self._balance.observe(t0, t1, ready, share, settled=not grew and (
+                        primed is not None or self._position - first >= self.workers))
                 self._position += 1
                 if self.progress and self._position % self.progress == 0:
                     dt = time.perf_counter() - t_start
@@ -893,9 +901,11 @@ class Loader:
         (`read_end`: its chunks were in the batch buffer; the rest is normalising and casting),
         the consumer asked for it at `asked` and got it at `taken` (`wait` = taken - asked) with
         `ready` batches finished at that moment; `host_share` is the fraction of GPU-decodable
-        chunks it left to the host threads (see ``decode_share``). Times in seconds since the loader was made."""
+        chunks it left to the host threads (see ``decode_share``); `pools_grew`: zarrflow's
+        memory pools allocated while it was made (the decode balance does not judge it; always
+        False without one). Times in seconds since the loader was made."""
         keys = ("epoch", "batch", "worker", "start", "read_end", "end", "asked", "taken", "ready",
-                "host_share")
+                "host_share", "pools_grew")
         out = []
         for rec in self.stats_.timeline:
             d = dict(zip(keys, rec))
@@ -904,6 +914,11 @@ class Loader:
             d["wait"] = d["taken"] - d["asked"]
             out.append(d)
         return out
+
+
+def _pool_allocations() -> tuple[int, int]:
+    mem = _gpu.memory_stats()
+    return mem.get("device_allocations", 0), mem.get("pinned_allocations", 0)
 
 
 def _same_batches(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:
