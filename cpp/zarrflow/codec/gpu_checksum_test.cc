@@ -52,16 +52,23 @@ std::uint32_t crc_in_parts(const Bytes& data, unsigned nparts) {
   return crc32_of_parts(data.size(), nparts, crcs.data());
 }
 
-const std::size_t kSizes[] = {0,    1,    2,    3,     255,   256,   257,    5551,
+const std::size_t kSizes[] = {0,    1,    2,    3,     255,   256,   257,     5551,
                               5552, 5553, 9999, 65536, 65537, 70001, 1 << 20, (1 << 20) + 13};
 const unsigned kParts[] = {1, 2, 7, 256};
 
-TEST(GpuChecksum, Adler32InPartsEqualsLibdeflate) {
+// For every size and part count: the combined parts equal libdeflate's checksum of the bytes.
+template <typename InParts, typename Reference>
+void expect_every_split_matches(std::uint32_t seed, InParts in_parts, Reference reference) {
   for (std::size_t n : kSizes) {
-    const Bytes data = random_bytes(n, std::uint32_t(n) + 1);
-    const std::uint32_t want = libdeflate_adler32(1, data.data(), data.size());
-    for (unsigned parts : kParts) EXPECT_EQ(adler_in_parts(data, parts), want) << n << " " << parts;
+    const Bytes data = random_bytes(n, std::uint32_t(n) + seed);
+    const std::uint32_t want = reference(data);
+    for (unsigned parts : kParts) EXPECT_EQ(in_parts(data, parts), want) << n << " " << parts;
   }
+}
+
+TEST(GpuChecksum, Adler32InPartsEqualsLibdeflate) {
+  expect_every_split_matches(
+      1, adler_in_parts, [](const Bytes& d) { return libdeflate_adler32(1, d.data(), d.size()); });
 }
 
 TEST(GpuChecksum, Adler32OfAllOnesBytesReducesInTime) {
@@ -72,11 +79,8 @@ TEST(GpuChecksum, Adler32OfAllOnesBytesReducesInTime) {
 }
 
 TEST(GpuChecksum, Crc32InPartsEqualsLibdeflate) {
-  for (std::size_t n : kSizes) {
-    const Bytes data = random_bytes(n, std::uint32_t(n) + 7);
-    const std::uint32_t want = libdeflate_crc32(0, data.data(), data.size());
-    for (unsigned parts : kParts) EXPECT_EQ(crc_in_parts(data, parts), want) << n << " " << parts;
-  }
+  expect_every_split_matches(
+      7, crc_in_parts, [](const Bytes& d) { return libdeflate_crc32(0, d.data(), d.size()); });
 }
 
 TEST(GpuChecksum, ShiftOperatorMovesACrcPastZeroBytes) {
@@ -95,8 +99,9 @@ TEST(GpuChecksum, ShiftOperatorMovesACrcPastZeroBytes) {
         << n;
   }
   // x^(8·2^33) by repeated squaring agrees with squaring x^(8·2^32) once more
-  EXPECT_EQ(crc32_shift(std::uint64_t{1} << 33),
-            crc32_multmod(crc32_shift(std::uint64_t{1} << 32), crc32_shift(std::uint64_t{1} << 32)));
+  EXPECT_EQ(
+      crc32_shift(std::uint64_t{1} << 33),
+      crc32_multmod(crc32_shift(std::uint64_t{1} << 32), crc32_shift(std::uint64_t{1} << 32)));
 }
 
 // The kernel's comparison: the checksum of the decoded bytes against the trailer as the stream

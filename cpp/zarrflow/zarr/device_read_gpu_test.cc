@@ -595,10 +595,11 @@ TEST_F(DeviceReadTest, DeflateTrailersAreCheckedOnTheGpu) {
   const Shape shape{3, kSide, kSide};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const FieldStore fs = field_store(
-        3, std::string(R"([{"name": "bytes", "configuration": {"endian": "little"}}, )") + c.codec +
-               "]",
-        value, c.encode);
+    const FieldStore fs =
+        field_store(3,
+                    std::string(R"([{"name": "bytes", "configuration": {"endian": "little"}}, )") +
+                        c.codec + "]",
+                    value, c.encode);
     expect_same(fs.store, "z", Selection::full(shape), GpuDecode::kOn, 0);
     auto v = **fs.store->get("z/c/1/0/0");
     Bytes broken(v.data(), v.data() + v.size());
@@ -621,8 +622,8 @@ TEST_F(DeviceReadTest, DeflateTrailersAreCheckedOnTheGpu) {
     EXPECT_FALSE(s.ok()) << "the GPU returned data for a chunk whose checksum is wrong";
     EXPECT_NE(s.message().find("chunk 'c/1/0/0'"), std::string::npos) << s.message();
     // the other chunks still decode on the GPU
-    expect_same(fs.store, "z", Selection{{2, 0, 0}, {1, kSide, kSide}, {1, 1, 1}},
-                GpuDecode::kOn, 0);
+    expect_same(fs.store, "z", Selection{{2, 0, 0}, {1, kSide, kSide}, {1, 1, 1}}, GpuDecode::kOn,
+                0);
   }
 }
 

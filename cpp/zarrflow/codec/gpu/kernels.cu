@@ -287,8 +287,9 @@ __global__ void verify_checksums_kernel(const ChecksumJob* jobs, std::uint32_t n
     }
     __syncthreads();
     if (t == 0) {
-      const std::uint32_t value = adler ? adler32_of_parts(job.size, kChecksumThreads, sums, weighted)
-                                        : crc32_of_parts(job.size, kChecksumThreads, sums);
+      const std::uint32_t value = adler
+                                      ? adler32_of_parts(job.size, kChecksumThreads, sums, weighted)
+                                      : crc32_of_parts(job.size, kChecksumThreads, sums);
       const std::uint32_t stored = adler ? load_be32(job.trailer) : load_le32(job.trailer);
       if (value != stored && status[job.status] == kKernelOk) status[job.status] = kErrChecksum;
     }

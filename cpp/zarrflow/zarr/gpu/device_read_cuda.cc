@@ -1364,9 +1364,9 @@ Status ReadOp::enqueue(Batch& b) {
       run_nvcomp(NvcompAlgo::kZstd, zstd, o_zsrc, o_zsb, o_zcap, o_zdst, o_zact, d_status));
   ZF_RETURN_IF_ERROR(run_nvcomp(NvcompAlgo::kDeflate, deflate, o_dsrc, o_dsb, o_dcap, o_ddst,
                                 o_dact, d_status + nz));
-  ZF_CUDA_RETURN_IF_ERROR(launch_verify_checksums(
-      reinterpret_cast<const ChecksumJob*>(dt + o_checks), std::uint32_t(checksums.size()),
-      d_status, stream));
+  ZF_CUDA_RETURN_IF_ERROR(
+      launch_verify_checksums(reinterpret_cast<const ChecksumJob*>(dt + o_checks),
+                              std::uint32_t(checksums.size()), d_status, stream));
   ZF_RETURN_IF_ERROR(
       run_nvcomp(NvcompAlgo::kLz4, lz4, o_lsrc, o_lsb, o_lcap, o_ldst, o_lact, d_status + nz + nd));
   ZF_CUDA_RETURN_IF_ERROR(launch_decode_streams(reinterpret_cast<const StreamJob*>(dt + o_streams),
