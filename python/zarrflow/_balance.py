@@ -27,6 +27,8 @@ Batches are planned with the share of the moment they start, and a few are alway
 a batch made with another share says nothing about the current one: only batches made with the
 current share are judged (``observe``'s `share`). The first batch of each pass has no interval
 (``new_pass``): the time since the last batch of the previous pass is validation, not loading.
+The loader also passes ``settled=False`` for batches made while zarrflow's memory pools grew:
+they waited for the driver, not for the host's decoding.
 """
 
 from __future__ import annotations
