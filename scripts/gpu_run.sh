@@ -165,7 +165,8 @@ p = Path('$STORE'); write_once(p, lambda: write_stack(p, $NT, field_pool(), zstd
 fi
 if want bench; then
   echo "== GPU benchmark"
+  # shellcheck disable=SC2086  # BENCH_ARGS: more arguments, e.g. "--codecs lz4 --readers ..."
   python3 benchmarks/bench_gpu.py --size-gb "${BENCH_GB:-2}" --budget-s "${BENCH_BUDGET:-420}" --data /tmp/zarrflow_bench \
-    --out "$OUT" 2>/tmp/bench_gpu_stderr.log | tee -a "$OUT/tests.log"
+    --out "$OUT" ${BENCH_ARGS:-} 2>/tmp/bench_gpu_stderr.log | tee -a "$OUT/tests.log"
   tail -3 /tmp/bench_gpu_stderr.log
 fi

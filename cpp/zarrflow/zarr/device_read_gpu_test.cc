@@ -232,6 +232,32 @@ TEST_F(DeviceReadTest, NumcodecsLz4V2) {
   expect_same(store, "v2", Selection::full({10, 6}), GpuDecode::kOn, 0);
 }
 
+// numcodecs LZ4 chunks over 1 MiB are one LZ4 block each, which one GPU warp decodes far slower
+// than the host threads: `auto` decodes them on the host, `on` still on the GPU. Same bytes.
+TEST_F(DeviceReadTest, LargeNumcodecsLz4ChunksDecodeOnTheHostUnlessGpuIsAskedFor) {
+  constexpr int kRows = 4, kCols = 80000;  // 1.28 MB chunks
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(store
+                  ->set("big/.zarray", R"({"zarr_format": 2, "shape": [8, 80000],
+    "chunks": [4, 80000], "dtype": "<i4", "compressor": {"id": "lz4", "acceleration": 1},
+    "filters": null, "fill_value": 0, "order": "C"})")
+                  .ok());
+  for (int c = 0; c < 2; ++c) {
+    std::vector<std::int32_t> v(kRows * kCols);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::int32_t(i / 7) + c * 1000;
+    const int raw = int(v.size() * 4);
+    Bytes out(4 + LZ4_compressBound(raw));
+    const int n =
+        LZ4_compress_default(reinterpret_cast<const char*>(v.data()),
+                             reinterpret_cast<char*>(out.data()) + 4, raw, int(out.size()) - 4);
+    std::memcpy(out.data(), &raw, 4);
+    out.resize(4 + std::size_t(n));
+    ASSERT_TRUE(store->set("big/" + std::to_string(c) + ".0", out).ok());
+  }
+  expect_same(store, "big", Selection::full({8, kCols}), GpuDecode::kAuto, 2);
+  expect_same(store, "big", Selection::full({8, kCols}), GpuDecode::kOn, 0);
+}
+
 // Many requests sharing chunks (y at t is x at t+1), also split into tiny internal batches: a
 // shared chunk is still read once, since its copies follow its first occurrence into its batch.
 TEST_F(DeviceReadTest, ReadManySharesChunksWithinAndAcrossBatches) {
