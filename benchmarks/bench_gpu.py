@@ -629,8 +629,11 @@ def measure(ctx: Ctx, results: dict, reader: str, codec: str, path: Path, stored
             rep = arr.last_read_report
             row["report"] = {k: v for k, v in rep.items() if k != "notes"}
             row["notes"] = rep["notes"]
-            if rep["decode_ms"] > 0 and codec != "raw":
-                row["gpu_decode_GBps"] = gb / (rep["decode_ms"] / 1e3)
+            # the decode stage's rate over the chunks the GPU decoded (equal-sized here); none
+            # when the host threads decoded them all (numcodecs LZ4 under gpu_decode="auto")
+            on_gpu = rep["gpu_decoded"] / max(1, rep["gpu_decoded"] + rep["cpu_decoded"])
+            if rep["decode_ms"] > 0 and codec != "raw" and on_gpu > 0:
+                row["gpu_decode_GBps"] = gb * on_gpu / (rep["decode_ms"] / 1e3)
         results["runs"].append(row)
         print(f"{codec:<22} {reader:<18} {temp:<4} {row['GBps']:7.2f} GB/s "
               f"{row['core_s_per_GB']:6.3f} core-s/GB  decode {row.get('decode_on', '?')}"

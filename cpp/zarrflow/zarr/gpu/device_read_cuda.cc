@@ -24,10 +24,10 @@ namespace {
 
 constexpr std::uint64_t kStagingAlign = 256;  // satisfies every nvCOMP alignment
 // numcodecs LZ4 stores a chunk as one LZ4 block, which zarrflow's kernel decodes on one warp, in
-// order: ~6 MB/s per warp for 4 MB chunks (482 of them gave 2.8-3 GB/s on an H100 and an H200,
-// where 16-32 host cores decode 14-23 GB/s). To match the host the GPU would need thousands of
-// warps busy, i.e. chunks well under a megabyte, so with gpu_decode=auto larger chunks go to the
-// host threads. (Blosc-LZ4 splits chunks into small blocks and streams: not affected.)
+// order, at tens of MB/s; a 256 MB batch holds ~60 chunks of 4 MB, and 2 GB of them came to
+// 2.8-3 GB/s on an H100 and an H200, where 16-32 host cores decode 14-23 GB/s. Matching the host
+// takes hundreds of warps at once, i.e. chunks well under a megabyte, so with gpu_decode=auto
+// larger chunks go to the host threads. (Blosc-LZ4 is cut into small blocks and streams.)
 constexpr std::uint64_t kLz4GpuMaxBlock = std::uint64_t{1} << 20;
 
 constexpr std::uint64_t align_up(std::uint64_t n, std::uint64_t a) { return (n + a - 1) / a * a; }
