@@ -65,7 +65,7 @@ if want test; then
   timeout 420 python3 -m pytest -q -p no:cacheprovider -rA --tb=short tests/test_gpu.py \
     tests/test_dlpack.py tests/test_real_data.py tests/test_loader.py tests/test_loader_gpu.py \
     tests/test_xarray_backend.py tests/test_remote.py tests/test_remote_gpu.py \
-    >"$OUT/pytest.log" 2>&1
+    tests/test_bench_cli.py >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR|decoded without error" "$OUT/pytest.log" | tail -30 | tee -a "$OUT/tests.log"
 fi
 if want quicktest; then  # the GPU suites (C++ under memcheck unless SKIP_MEMCHECK=1), no CPU conformance
@@ -80,7 +80,7 @@ if want quicktest; then  # the GPU suites (C++ under memcheck unless SKIP_MEMCHE
   fi
   timeout 360 python3 -m pytest -q -p no:cacheprovider --tb=short tests/test_gpu.py tests/test_loader_gpu.py \
     tests/test_loader.py tests/test_prefetch.py tests/test_remote_gpu.py tests/test_dlpack.py \
-    >"$OUT/pytest.log" 2>&1
+    tests/test_bench_cli.py >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR" "$OUT/pytest.log" | tail -12 | tee -a "$OUT/tests.log"
 fi
 if want loader; then

@@ -1,4 +1,4 @@
-"""The zarrflow command line: ``zarrflow inspect``, ``zarrflow synth``, ``zarrflow rechunk``."""
+"""The zarrflow command line: ``zarrflow inspect``, ``synth``, ``rechunk`` and ``bench``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from . import errors, rechunk, synth
+from . import bench, errors, rechunk, synth
 from ._api import Array, Group, open as zf_open
 from ._progress import human_bytes
 from ._remote import add_storage_arguments, storage_options_from
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     add_storage_arguments(p_inspect)
     synth.add_parser(sub)
     rechunk.add_parser(sub)
+    bench.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         if args.command == "inspect":
@@ -97,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             synth.run(args)
         elif args.command == "rechunk":
             rechunk.run(args)
+        elif args.command == "bench":
+            bench.run(args)
     except errors.ZarrflowError as e:
         print(f"zarrflow: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
