@@ -24,16 +24,12 @@
 
 #include "zarrflow/codec/builtin.h"
 #include "zarrflow/codec/json_config.h"
+#include "zarrflow/core/byte_order.h"
 
 namespace zarrflow {
 namespace {
 
 constexpr const char* kFormatNames[] = {"blosclz", "lz4", "snappy", "zlib", "zstd"};
-
-std::uint32_t load_le32(const std::byte* p) {
-  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
-         static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
-}
 
 // Whether this c-blosc build can decompress inner-codec format `f` (computed once).
 bool format_supported(int f) {

@@ -11,7 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include <libdeflate.h>
 #include <nlohmann/json.hpp>
+
+#include "zarrflow/codec/deflate.h"
 
 #include "zarrflow/codec/registry.h"
 
@@ -29,6 +32,21 @@ inline Bytes sample(std::size_t n, unsigned seed = 1, unsigned max_run = 32) {
     for (std::size_t k = 0; k < run; ++k) v[i++] = b;
   }
   return v;
+}
+
+// `src` as a gzip or zlib stream (libdeflate).
+inline Bytes compress(DeflateWrapper w, const Bytes& src, int level = 6) {
+  libdeflate_compressor* c = libdeflate_alloc_compressor(level);
+  const bool gzip = w == DeflateWrapper::kGzip;
+  Bytes out(gzip ? libdeflate_gzip_compress_bound(c, src.size())
+                 : libdeflate_zlib_compress_bound(c, src.size()));
+  const std::size_t n =
+      gzip ? libdeflate_gzip_compress(c, src.data(), src.size(), out.data(), out.size())
+           : libdeflate_zlib_compress(c, src.data(), src.size(), out.data(), out.size());
+  libdeflate_free_compressor(c);
+  EXPECT_GT(n, 0u);
+  out.resize(n);
+  return out;
 }
 
 // Bytes from a hex string ("1f8b08...").

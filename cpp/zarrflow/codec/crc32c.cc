@@ -15,6 +15,7 @@
 
 #include "zarrflow/codec/builtin.h"
 #include "zarrflow/codec/json_config.h"
+#include "zarrflow/core/byte_order.h"
 
 namespace zarrflow {
 
@@ -33,11 +34,6 @@ std::uint32_t crc32c(ConstByteSpan data) {
 }
 
 namespace {
-
-std::uint32_t load_le32(const std::byte* p) {
-  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
-         static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
-}
 
 std::string hex32(std::uint32_t v) {
   char buf[11];

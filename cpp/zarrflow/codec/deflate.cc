@@ -21,6 +21,7 @@
 
 #include "zarrflow/codec/builtin.h"
 #include "zarrflow/codec/json_config.h"
+#include "zarrflow/core/byte_order.h"
 
 namespace zarrflow {
 namespace {
@@ -40,11 +41,6 @@ Result<libdeflate_decompressor*> thread_decompressor(std::string_view codec) {
       libdeflate_alloc_decompressor());
   if (!d) return internal_error(std::string(codec) + ": cannot allocate a decompressor");
   return d.get();
-}
-
-std::uint32_t load_le32(const std::byte* p) {
-  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
-         static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
 }
 
 class DeflateCodec final : public BytesToBytesCodec {

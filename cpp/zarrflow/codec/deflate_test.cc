@@ -16,27 +16,12 @@ namespace zarrflow {
 namespace {
 
 using codec_test::Bytes;
+using codec_test::compress;
 using codec_test::expect_concurrent_decodes;
 using codec_test::expect_decodes;
 using codec_test::from_hex;
 using codec_test::make;
 using codec_test::sample;
-
-Bytes compress(DeflateWrapper w, const Bytes& src, int level = 6) {
-  libdeflate_compressor* c = libdeflate_alloc_compressor(level);
-  const std::size_t bound = w == DeflateWrapper::kGzip
-                                ? libdeflate_gzip_compress_bound(c, src.size())
-                                : libdeflate_zlib_compress_bound(c, src.size());
-  Bytes out(bound);
-  const std::size_t n =
-      w == DeflateWrapper::kGzip
-          ? libdeflate_gzip_compress(c, src.data(), src.size(), out.data(), out.size())
-          : libdeflate_zlib_compress(c, src.data(), src.size(), out.data(), out.size());
-  libdeflate_free_compressor(c);
-  EXPECT_GT(n, 0u);
-  out.resize(n);
-  return out;
-}
 
 struct Case {
   DeflateWrapper wrapper;

@@ -18,14 +18,10 @@
 
 #include "zarrflow/codec/builtin.h"
 #include "zarrflow/codec/json_config.h"
+#include "zarrflow/core/byte_order.h"
 
 namespace zarrflow {
 namespace {
-
-std::uint32_t load_le32(const std::byte* p) {
-  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
-         static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
-}
 
 class Lz4Codec final : public BytesToBytesCodec {
  public:

@@ -2,7 +2,6 @@
 // Small on purpose: this binary also runs under compute-sanitizer (scripts/gpu_run.sh).
 #include <blosc.h>
 #include <gtest/gtest.h>
-#include <libdeflate.h>
 #include <lz4.h>
 #include <zstd.h>
 
@@ -14,6 +13,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "zarrflow/codec/codec_test_util.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/store/memory_store.h"
 #include "zarrflow/zarr/gpu/device_read.h"
@@ -210,6 +210,18 @@ TEST_F(DeviceReadTest, HostShareMovesOnlyCompressedChunks) {
   expect_same(lz4, "b", Selection::full({5, 9, 7}), GpuDecode::kAuto, 0, 0.0);
 }
 
+// int32 values as numcodecs LZ4 stores them: the decoded size (u32, little-endian), one block.
+Bytes numcodecs_lz4(const std::vector<std::int32_t>& v) {
+  const int raw = int(v.size() * 4);
+  Bytes out(4 + std::size_t(LZ4_compressBound(raw)));
+  const int n =
+      LZ4_compress_default(reinterpret_cast<const char*>(v.data()),
+                           reinterpret_cast<char*>(out.data()) + 4, raw, int(out.size()) - 4);
+  std::memcpy(out.data(), &raw, 4);
+  out.resize(4 + std::size_t(n));
+  return out;
+}
+
 TEST_F(DeviceReadTest, NumcodecsLz4V2) {
   auto store = std::make_shared<MemoryStore>();
   ASSERT_TRUE(store
@@ -220,14 +232,7 @@ TEST_F(DeviceReadTest, NumcodecsLz4V2) {
   for (int c = 0; c < 2; ++c) {  // chunk 2 missing
     std::vector<std::int32_t> v(24);
     std::iota(v.begin(), v.end(), c * 1000);
-    Bytes out(4 + LZ4_compressBound(96));
-    const int n =
-        LZ4_compress_default(reinterpret_cast<const char*>(v.data()),
-                             reinterpret_cast<char*>(out.data()) + 4, 96, int(out.size()) - 4);
-    const std::uint32_t size = 96;
-    std::memcpy(out.data(), &size, 4);
-    out.resize(4 + std::size_t(n));
-    ASSERT_TRUE(store->set("v2/" + std::to_string(c) + ".0", out).ok());
+    ASSERT_TRUE(store->set("v2/" + std::to_string(c) + ".0", numcodecs_lz4(v)).ok());
   }
   expect_same(store, "v2", Selection::full({10, 6}), GpuDecode::kOn, 0);
 }
@@ -245,14 +250,7 @@ TEST_F(DeviceReadTest, LargeNumcodecsLz4ChunksDecodeOnTheHostUnlessGpuIsAskedFor
   for (int c = 0; c < 2; ++c) {
     std::vector<std::int32_t> v(kRows * kCols);
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::int32_t(i / 7) + c * 1000;
-    const int raw = int(v.size() * 4);
-    Bytes out(4 + LZ4_compressBound(raw));
-    const int n =
-        LZ4_compress_default(reinterpret_cast<const char*>(v.data()),
-                             reinterpret_cast<char*>(out.data()) + 4, raw, int(out.size()) - 4);
-    std::memcpy(out.data(), &raw, 4);
-    out.resize(4 + std::size_t(n));
-    ASSERT_TRUE(store->set("big/" + std::to_string(c) + ".0", out).ok());
+    ASSERT_TRUE(store->set("big/" + std::to_string(c) + ".0", numcodecs_lz4(v)).ok());
   }
   expect_same(store, "big", Selection::full({8, kCols}), GpuDecode::kAuto, 2);
   expect_same(store, "big", Selection::full({8, kCols}), GpuDecode::kOn, 0);
@@ -587,16 +585,6 @@ FieldStore field_store(int n, const std::string& codecs,
   return fs;
 }
 
-Bytes deflate_wrapped(const Bytes& b, bool gzip) {
-  auto* c = libdeflate_alloc_compressor(6);
-  Bytes out(gzip ? libdeflate_gzip_compress_bound(c, b.size())
-                 : libdeflate_zlib_compress_bound(c, b.size()));
-  out.resize(gzip ? libdeflate_gzip_compress(c, b.data(), b.size(), out.data(), out.size())
-                  : libdeflate_zlib_compress(c, b.data(), b.size(), out.data(), out.size()));
-  libdeflate_free_compressor(c);
-  return out;
-}
-
 // nvCOMP inflates zlib and gzip payloads without reading their trailers; the GPU checks the
 // Adler-32 / CRC-32 itself. A chunk whose deflate data is intact but whose checksum disagrees
 // is rejected as the CPU rejects it, naming the chunk, where it used to come back as data.
@@ -610,9 +598,11 @@ TEST_F(DeviceReadTest, DeflateTrailersAreCheckedOnTheGpu) {
   };
   const Case cases[] = {
       {"gzip", R"({"name": "gzip", "configuration": {"level": 6}})",
-       [](const Bytes& b) { return deflate_wrapped(b, true); }, 8},  // CRC-32, then ISIZE
+       [](const Bytes& b) { return codec_test::compress(DeflateWrapper::kGzip, b); },
+       8},  // CRC-32, then ISIZE
       {"zlib", R"({"name": "numcodecs.zlib", "configuration": {"level": 6}})",
-       [](const Bytes& b) { return deflate_wrapped(b, false); }, 1},  // Adler-32
+       [](const Bytes& b) { return codec_test::compress(DeflateWrapper::kZlib, b); },
+       1},  // Adler-32
       {"blosc-zlib", R"({"name": "blosc", "configuration": {"cname": "zlib", "clevel": 5,
        "shuffle": "shuffle", "typesize": 4, "blocksize": 0}})",
        [](const Bytes& b) { return blosc(b, "zlib", 1, 0); }, 1},  // the last stream's Adler-32

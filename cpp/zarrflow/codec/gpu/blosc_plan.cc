@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <string>
 
+#include "zarrflow/core/byte_order.h"
+
 namespace zarrflow::gpu {
 namespace {
 
@@ -30,11 +32,6 @@ constexpr std::uint32_t kHeaderSize = 16;
 constexpr std::uint32_t kMaxSplits = 16;         // c-blosc MAX_SPLITS
 constexpr std::uint32_t kMinBufferSize = 128;    // c-blosc MIN_BUFFERSIZE
 constexpr std::uint64_t kMemcpyPiece = 1 << 20;  // stream size for memcpyed chunks
-
-std::uint32_t load_le32(const std::byte* p) {
-  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
-         static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
-}
 
 Status bad(std::string msg) { return corrupt_data("blosc: " + std::move(msg)); }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "zarrflow/codec/gpu/hd.h"
+#include "zarrflow/core/byte_order.h"  // the trailers: zlib big-endian, gzip little-endian
 
 namespace zarrflow::gpu {
 
@@ -135,16 +136,6 @@ ZF_HD inline std::uint32_t crc32_of_parts(std::uint64_t n, unsigned nparts,
     crc = crc32_combine(crc, crcs[k], end - begin == part ? full : crc32_shift(end - begin));
   }
   return crc;
-}
-
-// What a zlib / gzip trailer stores: Adler-32 big-endian, CRC-32 little-endian.
-ZF_HD inline std::uint32_t load_be32(const std::uint8_t* p) {
-  return std::uint32_t(p[0]) << 24 | std::uint32_t(p[1]) << 16 | std::uint32_t(p[2]) << 8 |
-         std::uint32_t(p[3]);
-}
-ZF_HD inline std::uint32_t load_le32(const std::uint8_t* p) {
-  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
-         std::uint32_t(p[3]) << 24;
 }
 
 }  // namespace zarrflow::gpu

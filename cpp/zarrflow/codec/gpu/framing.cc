@@ -6,14 +6,10 @@
 #include <cstdio>
 
 #include "zarrflow/codec/crc32c.h"
+#include "zarrflow/core/byte_order.h"
 
 namespace zarrflow::gpu {
 namespace {
-
-std::uint32_t le32(const std::byte* p) {
-  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
-         std::uint32_t(p[3]) << 24;
-}
 
 Payload cpu(std::string reason) {
   Payload p;
@@ -67,14 +63,14 @@ Result<Payload> gzip_payload(ConstByteSpan in, std::uint64_t decoded_size) {
   if (pos + 8 > in.size()) return bad("truncated header");
   // One member is assumed: its trailer's size must be the chunk's (mod 2^32). Anything else
   // (several members, padding) goes to the CPU decoder, which handles every case.
-  if (le32(in.data() + in.size() - 4) != static_cast<std::uint32_t>(decoded_size))
+  if (load_le32(in.data() + in.size() - 4) != static_cast<std::uint32_t>(decoded_size))
     return cpu("gzip stream with several members or trailing bytes");
   return Payload{pos, in.size() - 8 - pos};
 }
 
 Result<Payload> lz4_payload(ConstByteSpan in, std::uint64_t decoded_size) {
   if (in.size() < 4) return corrupt_data("lz4: chunk shorter than its 4-byte size header");
-  const std::uint32_t n = le32(in.data());
+  const std::uint32_t n = load_le32(in.data());
   if (n != decoded_size)
     return corrupt_data("lz4: header says " + std::to_string(n) + " bytes, expected " +
                         std::to_string(decoded_size));
@@ -143,7 +139,7 @@ Result<Payload> locate_payload(const ChainProgram& program, ConstByteSpan stored
   ConstByteSpan in = stored;
   if (program.crc32c) {
     if (in.size() < 4) return corrupt_data("crc32c: chunk shorter than its 4-byte checksum");
-    const std::uint32_t want = le32(in.data() + in.size() - 4);
+    const std::uint32_t want = load_le32(in.data() + in.size() - 4);
     in = in.first(in.size() - 4);
     const std::uint32_t got = crc32c(in);
     if (got != want) {

@@ -81,7 +81,7 @@ struct ChecksumJob {
   const std::uint8_t* trailer;  // the checksum as stored (device memory)
   std::uint64_t size;           // decoded bytes
   std::uint32_t kind;           // ChecksumKind
-  std::uint32_t status;         // index of the inflate job's slot in the status array
+  std::uint32_t status;         // the inflate job's status slot (d_status is the inflates')
 };
 
 cudaError_t launch_decode_streams(const StreamJob* d_jobs, std::uint32_t n, int* d_status,

@@ -1074,8 +1074,8 @@ Status ReadOp::enqueue(Batch& b) {
   std::vector<std::uint32_t> stream_item;
   std::vector<UnshuffleJob> unshuffles;
   std::vector<ScatterJob> scatters;
-  // Inflated zlib / gzip streams whose trailers the GPU checks; `status` first holds the index of
-  // the stream's deflate job (the slot once the zstd jobs are counted).
+  // Inflated zlib / gzip streams whose trailers the GPU checks; `status` is the index of the
+  // stream's deflate job among the deflate jobs' status slots.
   std::vector<ChecksumJob> checksums;
   const auto u8 = [](const std::byte* p) { return reinterpret_cast<const std::uint8_t*>(p); };
   const auto w8 = [](std::byte* p) { return reinterpret_cast<std::uint8_t*>(p); };
@@ -1203,7 +1203,6 @@ Status ReadOp::enqueue(Batch& b) {
   for (const auto* v : {&zstd.item, &deflate.item, &lz4.item, &stream_item})
     b.slot_item.insert(b.slot_item.end(), v->begin(), v->end());
   for (std::size_t s = 0; s < ns; ++s) streams[s].status = std::uint32_t(nz + nd + nl + s);
-  for (ChecksumJob& c : checksums) c.status += std::uint32_t(nz);
   std::vector<std::int64_t> tile_starts(scatters.size() + 1, 0);
   for (std::size_t s = 0; s < scatters.size(); ++s)
     tile_starts[s + 1] = tile_starts[s] + (scatters[s].count + kScatterTile - 1) / kScatterTile;
@@ -1377,7 +1376,7 @@ Status ReadOp::enqueue(Batch& b) {
                                 o_dact, d_status + nz));
   ZF_CUDA_RETURN_IF_ERROR(
       launch_verify_checksums(reinterpret_cast<const ChecksumJob*>(dt + o_checks),
-                              std::uint32_t(checksums.size()), d_status, stream));
+                              std::uint32_t(checksums.size()), d_status + nz, stream));
   ZF_RETURN_IF_ERROR(
       run_nvcomp(NvcompAlgo::kLz4, lz4, o_lsrc, o_lsb, o_lcap, o_ldst, o_lact, d_status + nz + nd));
   ZF_CUDA_RETURN_IF_ERROR(launch_decode_streams(reinterpret_cast<const StreamJob*>(dt + o_streams),
