@@ -39,6 +39,9 @@ sample straddles the split) and reports its loss.
 
 Single GPU:  python examples/train_unet.py --store era5.zarr --runs synthetic,zarrflow-gpu
 DDP:         torchrun --nproc-per-node 2 examples/train_unet.py --store era5.zarr ...
+DDP check on one GPU (two ranks share it):
+             torchrun --nproc-per-node 2 examples/train_unet.py --dist-backend gloo \
+                 --gpu-memory-limit 0.2 --store era5.zarr ...
 Model: ResNet-18 encoder (torchvision, random init, no downloads), U-Net decoder, output = input
 channels; loss = RMSE + 0.1·|std(pred) − std(target)|; AdamW; optional bf16 autocast
 (``--bf16``) and channels-last (``--channels-last``).
@@ -482,18 +485,25 @@ def main(argv: list[str] | None = None) -> int:
                     help="zarrflow's GPU memory limit (zarrflow.set_gpu_memory_limit: a fraction "
                          "such as 0.4, bytes such as 40GB, or none); default: the library's (40%%)")
     ap.add_argument("--out", type=Path, help="write results JSON + Markdown table here")
+    ap.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"],
+                    help="torchrun's process group. Ranks take the visible GPUs in turn (local "
+                         "rank modulo their count), so more ranks than GPUs share them; NCCL "
+                         "refuses two ranks on one GPU, gloo allows it: a check of the DDP path "
+                         "on a one-GPU machine, not a measure of DDP's speed (give each rank "
+                         "its share with --gpu-memory-limit)")
     args = ap.parse_args(argv)
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    torch.cuda.set_device(local)
-    device = torch.device("cuda", local)
+    device = torch.device("cuda", local % torch.cuda.device_count())
+    torch.cuda.set_device(device)
     if world > 1:
-        dist.init_process_group("nccl", device_id=device)
+        dist.init_process_group(args.dist_backend,
+                                device_id=device if args.dist_backend == "nccl" else None)
 
     if args.gpu_memory_limit is not None:
-        limit = zarrflow.set_gpu_memory_limit(args.gpu_memory_limit, local)
+        limit = zarrflow.set_gpu_memory_limit(args.gpu_memory_limit, device.index)
         print(f"zarrflow GPU memory limit: {limit / 1e9:.1f} GB" if limit else
               "zarrflow GPU memory limit: none", flush=True)
     if args.switch_interval:
@@ -534,8 +544,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.synthetic_steps:
         args.synthetic_steps = ((len(split[0]) - 1) // (args.batch_size * world)) if split else 20
     if rank == 0:
+        ranks = (f"{world} ranks on {torch.cuda.device_count()} GPU(s), {args.dist_backend}"
+                 if world > 1 else "1 GPU")
         print(f"U-Net/ResNet-18, {len(args.channels)} channels, {args.spatial[0]}x{args.spatial[1]}, "
-              f"batch {args.batch_size} x {world} GPU(s), bf16={args.bf16}, "
+              f"batch {args.batch_size} x {world} ({ranks}), bf16={args.bf16}, "
               f"channels_last={args.channels_last}, {torch.cuda.get_device_name(device)}", flush=True)
     results = []
     for kind in runs:
@@ -559,6 +571,7 @@ def main(argv: list[str] | None = None) -> int:
             tag = f"train_unet_{len(args.channels)}ch_{world}gpu{'_loader' if args.no_train else ''}"
             tag += f"_{args.tag}" if args.tag else ""
             meta = {"device": torch.cuda.get_device_name(device), "world_size": world,
+                    "gpus": torch.cuda.device_count(), "dist_backend": args.dist_backend,
                     "channels": len(args.channels), "grid": list(args.spatial),
                     "batch_size": args.batch_size, "bf16": args.bf16,
                     "channels_last": args.channels_last, "date": time.strftime("%Y-%m-%d"),

@@ -502,7 +502,9 @@ def test_loader_fits_prefetch_and_workers_into_the_limit(store, memory_limit):
     cpu = zarrflow.Loader(store, VARS, device="cpu", output="numpy", batch_size=4, shuffle=False)
     for a, b in zip(cpu, ld, strict=True):
         assert np.array_equal(a["x"].view(np.uint32), b["x"].cpu().numpy().view(np.uint32))
-    assert zarrflow.memory_stats()["device_in_use"] <= 1.5 * PER_WORKER
+    st = zarrflow.memory_stats()
+    assert st["device_in_use"] <= 1.5 * PER_WORKER
+    assert st["device_held"] <= st["device_limit"]  # in use and idle together
     ld.close()
 
 

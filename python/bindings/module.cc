@@ -617,6 +617,8 @@ NB_MODULE(_core, m) {
       d[(n + "_budget").c_str()] = pool->budget();
       d[(n + "_allocations").c_str()] = pool->allocations();
       d[(n + "_frees").c_str()] = pool->frees();
+      d[(n + "_held").c_str()] = pool->held();
+      d[(n + "_held_peak").c_str()] = pool->held_peak();
     }
     d["device_limit"] = device_reader().device_pool().limit();
     d["device_pending_releases"] = device_reader().device_pool().pending_releases();

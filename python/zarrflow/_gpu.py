@@ -82,8 +82,10 @@ def parse_device(device: str) -> tuple[str, int]:
 
 def memory_stats() -> dict:
     """Bytes of GPU and pinned host memory zarrflow's pools hold: in use, peak, idle (cached),
-    budget; and how many device / pinned allocations (``*_allocations``) and frees
-    (``*_frees``) they made — a steady loader makes none after its first batches."""
+    budget, held from CUDA (in use and idle) now and at most (``*_held``, ``*_held_peak``:
+    ``device_held_peak`` never passes ``device_limit``); and how many device / pinned
+    allocations (``*_allocations``) and frees (``*_frees``) they made — a steady loader makes
+    none after its first batches."""
     if not hasattr(_core, "pool_stats"):
         return {}
     return dict(_core.pool_stats())

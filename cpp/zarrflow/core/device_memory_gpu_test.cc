@@ -1,6 +1,7 @@
 // GpuMemoryPool on a real device: capacity classes and reuse when sizes drift or change.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -111,6 +112,40 @@ TEST_P(PoolTest, ALimitBoundsWhatThePoolHolds) {
   pool.set_limit(0);
   EXPECT_EQ(pool.room(), SIZE_MAX);
   EXPECT_TRUE(pool.acquire(200 * kMiB).ok());
+  EXPECT_EQ(pool.held_peak(), 200 * kMiB);
+}
+
+// The limit holds when threads allocate at once. Each thread used to check the room and allocate
+// apart, so several that saw room for their own buffer all allocated (an H100 pool held 78.6 GB
+// under a 76.5 GB limit); now what the pool holds from CUDA never passes it.
+TEST_P(PoolTest, ALimitHoldsWhenThreadsAllocateAtOnce) {
+  GpuMemoryPool pool(GetParam(), 0);
+  constexpr std::size_t kLimit = 64 * kMiB;
+  pool.set_limit(kLimit);
+  std::atomic<int> got{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        // Sizes from 4 to 23 MiB in 2 MiB classes: some reuse an idle buffer, most allocate.
+        auto b = pool.acquire((4 + (t * 7 + i * 5) % 20) * kMiB);
+        if (!b.ok()) {
+          ++refused;
+          continue;
+        }
+        ++got;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_GT(got.load(), 0);
+  EXPECT_GT(refused.load(), 0) << "the threads never competed for the limit";
+  EXPECT_LE(pool.held_peak(), kLimit);
+  EXPECT_EQ(pool.in_use(), 0u);
+  EXPECT_EQ(pool.held(), pool.cached_bytes());  // all idle now
+  pool.trim();
+  EXPECT_EQ(pool.held(), 0u);
 }
 
 // At the limit, acquire_waiting gets memory another user gives back while it waits, and fails

@@ -16,7 +16,8 @@
 // PyTorch's caching allocator; over budget the oldest idle buffers go (AllocationCache).
 // `trim` gives the idle memory back. An optional limit bounds what the pool holds, in use and
 // idle together (zarrflow.set_gpu_memory_limit: room left for a model next to the loader): idle
-// buffers go first, and an acquire that would still pass it fails as out of memory.
+// buffers go first, and an acquire that would still pass it fails as out of memory. The limit is
+// exact: allocations under it are made one at a time (a cache hit, the steady state, takes no lock).
 // Thread-safety: pools are thread-safe; streams and events are owned by one thread at a time.
 #pragma once
 
@@ -100,6 +101,10 @@ class GpuMemoryPool {
   // (each costs milliseconds, and a free waits for the whole device).
   [[nodiscard]] std::size_t allocations() const { return allocations_.load(); }
   [[nodiscard]] std::size_t frees() const { return frees_.load(); }
+  // Bytes the pool holds from CUDA (in use and idle together), and the most it ever held: under
+  // a limit, held_peak() <= limit() (the model beside the loader can count on the rest).
+  [[nodiscard]] std::size_t held() const { return held_.load(); }
+  [[nodiscard]] std::size_t held_peak() const { return held_peak_.load(); }
   // Frees the idle cached memory (not what is in use); returns the bytes freed.
   std::size_t trim();
   // Bytes the pool may hold, in use and idle together; 0 = no limit (the default). Lowering it
@@ -134,7 +139,11 @@ class GpuMemoryPool {
   MemoryKind kind_;
   AllocationCache cache_;
   std::atomic<std::size_t> in_use_{0}, peak_{0}, largest_{0}, allocations_{0}, frees_{0};
+  std::atomic<std::size_t> held_{0}, held_peak_{0};
   std::atomic<std::size_t> limit_{0};
+  // Under a limit, one thread at a time checks the room, frees idle memory and allocates: two
+  // threads that each saw room for their buffer used to allocate both and pass the limit.
+  std::mutex grow_mu_;
   std::mutex pending_mu_;
   std::vector<Pending> pending_;
 };

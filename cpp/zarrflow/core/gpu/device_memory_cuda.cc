@@ -124,6 +124,7 @@ std::size_t GpuMemoryPool::pending_releases() {
 void GpuMemoryPool::free_raw(std::byte* p, std::size_t capacity) {
   ++frees_;
   free_memory(kind_, p, capacity);
+  held_.fetch_sub(capacity);
 }
 
 void GpuMemoryPool::free_memory(MemoryKind kind, std::byte* p, std::size_t capacity) {
@@ -164,13 +165,21 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
     note_in_use(capacity);
     return std::move(b);
   }
-  if (limit_.load() != 0) {
-    const std::size_t left = room();
-    if (cap > left)
+  std::unique_lock<std::mutex> grow;
+  if (const std::size_t limit = limit_.load(); limit != 0) {
+    // Only this locked path adds to what the pool holds (cache hits and releases move bytes
+    // between in use and idle, frees lower it), so the check below cannot be overtaken.
+    grow = std::unique_lock(grow_mu_);
+    while (held_.load() + cap > limit) {  // idle memory goes first
+      const std::size_t over = held_.load() + cap - limit, idle = cache_.cached_bytes();
+      auto freed = cache_.shrink_to(idle > over ? idle - over : 0);
+      if (freed.empty()) break;
+      for (auto& [q, c] : freed) free_raw(q, c);
+    }
+    if (held_.load() + cap > limit)
       return io_error("out of memory under zarrflow's GPU memory limit: " + gigabytes(in_use()) +
                       " GB in use + " + gigabytes(cap) + " GB asked > limit " +
-                      gigabytes(limit()) + " GB (zarrflow.set_gpu_memory_limit)");
-    for (auto& [q, c] : cache_.shrink_to(left - cap)) free_raw(q, c);  // idle goes first
+                      gigabytes(limit) + " GB (zarrflow.set_gpu_memory_limit)");
   }
   auto p = allocate(cap);
   if (!p.ok()) {
@@ -181,6 +190,10 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
     if (!p.ok()) return p.status();
   }
   ++allocations_;
+  const std::size_t held = held_.fetch_add(cap) + cap;
+  std::size_t peak = held_peak_.load();
+  while (held > peak && !held_peak_.compare_exchange_weak(peak, held)) {
+  }
   b.data_ = *p;
   b.capacity_ = cap;
   note_in_use(cap);
