@@ -200,6 +200,9 @@ def record_run(results: dict, r: dict) -> None:
     """Adds run `r`, prints it as a JSON line, and empties the pools for the next run."""
     import torch
 
+    mem = zarrflow.memory_stats()  # the most the process's GPU pool held so far, and its limit
+    r.update(device_held_peak_GB=mem["device_held_peak"] / 1e9,
+             device_limit_GB=mem["device_limit"] / 1e9)
     results["runs"].append(r)
     print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}),
           flush=True)

@@ -331,7 +331,9 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
         mem = zarrflow.memory_stats()
         if mem:  # pool calls so far in this process: a steady loader stops making them
             print(f"  [{kind}] pools: device {mem['device_allocations']} allocations, "
-                  f"{mem['device_frees']} frees, peak {mem['device_peak'] / 1e9:.1f} GB; pinned "
+                  f"{mem['device_frees']} frees, peak {mem['device_peak'] / 1e9:.1f} GB in use, "
+                  f"{mem['device_held_peak'] / 1e9:.1f} GB held (limit "
+                  f"{mem['device_limit'] / 1e9:.1f} GB); pinned "
                   f"{mem['pinned_allocations']} allocations, {mem['pinned_frees']} frees, peak "
                   f"{mem['pinned_peak'] / 1e9:.1f} GB", flush=True)
     result = {"run": kind, "train": train_model, "epochs": epochs,

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -111,36 +112,39 @@ TEST_P(PoolTest, ALimitBoundsWhatThePoolHolds) {
   EXPECT_LE(pool.cached_bytes(), 32 * kMiB);
   pool.set_limit(0);
   EXPECT_EQ(pool.room(), SIZE_MAX);
-  EXPECT_TRUE(pool.acquire(200 * kMiB).ok());
-  EXPECT_EQ(pool.held_peak(), 200 * kMiB);
+  auto huge = pool.acquire(200 * kMiB);
+  ASSERT_TRUE(huge.ok());
+  EXPECT_EQ(pool.held_peak(), huge->capacity());  // all else was idle, and freed to make room
 }
 
 // The limit holds when threads allocate at once. Each thread used to check the room and allocate
 // apart, so several that saw room for their own buffer all allocated (an H100 pool held 78.6 GB
-// under a 76.5 GB limit); now what the pool holds from CUDA never passes it.
+// under a 76.5 GB limit). Here eight threads ask together for 24 MiB each under 64 MiB, hold what
+// they got until all have asked, and give it back: every round exactly two get a buffer.
 TEST_P(PoolTest, ALimitHoldsWhenThreadsAllocateAtOnce) {
   GpuMemoryPool pool(GetParam(), 0);
-  constexpr std::size_t kLimit = 64 * kMiB;
+  constexpr std::size_t kLimit = 64 * kMiB, kSize = 24 * kMiB;
+  constexpr int kThreads = 8, kRounds = 12;
   pool.set_limit(kLimit);
-  std::atomic<int> got{0}, refused{0};
+  std::barrier asked(kThreads), released(kThreads);
+  std::atomic<int> got[kRounds] = {};
   std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 40; ++i) {
-        // Sizes from 4 to 23 MiB in 2 MiB classes: some reuse an idle buffer, most allocate.
-        auto b = pool.acquire((4 + (t * 7 + i * 5) % 20) * kMiB);
-        if (!b.ok()) {
-          ++refused;
-          continue;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < kRounds; ++round) {
+        GpuBuffer mine;
+        if (auto b = pool.acquire(kSize); b.ok()) {
+          mine = std::move(b).value();
+          ++got[round];
         }
-        ++got;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        asked.arrive_and_wait();  // everyone holds what they got until all have asked
+        mine = GpuBuffer();
+        released.arrive_and_wait();
       }
     });
   }
   for (auto& th : threads) th.join();
-  EXPECT_GT(got.load(), 0);
-  EXPECT_GT(refused.load(), 0) << "the threads never competed for the limit";
+  for (int round = 0; round < kRounds; ++round) EXPECT_EQ(got[round].load(), 2) << "round " << round;
   EXPECT_LE(pool.held_peak(), kLimit);
   EXPECT_EQ(pool.in_use(), 0u);
   EXPECT_EQ(pool.held(), pool.cached_bytes());  // all idle now
