@@ -580,6 +580,8 @@ def main(argv: list[str] | None = None) -> int:
                     "train_stream": args.train_stream, "loader_workers": args.loader_workers,
                     "shuffle_block": args.shuffle_block, "shuffle_buffer": args.shuffle_buffer,
                     "loader_threads": args.loader_threads, "store": args.store,
+                    # zarrflow's default pool: this rank's share of the CPUs (LOCAL_WORLD_SIZE)
+                    "zarrflow_default_threads": zarrflow._threads.default_threads(),
                     "synthetic_samples_per_s_mean": synth, "runs": results}
             (args.out / f"{tag}.json").write_text(json.dumps(meta, indent=2))
             (args.out / f"{tag}.md").write_text(table + "\n")
