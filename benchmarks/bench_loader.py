@@ -307,7 +307,10 @@ def timed_epochs(ld, variables, *, dtype, step_s: float, epochs: int) -> dict:
             "cpu_decoded": st["cpu_decoded"] - st0["cpu_decoded"],
             "host_decode_share": [r["host_share"] for r in ld.timeline()[-nb:]],
             # pool calls during the timed epochs (a steady loader makes none)
-            "pool_calls": {k: v - calls0.get(k, 0) for k, v in calls.items()}}
+            "pool_calls": {k: v - calls0.get(k, 0) for k, v in calls.items()},
+            # the most the process's GPU pool has held so far, against its limit
+            "device_held_peak_GB": zarrflow.memory_stats()["device_held_peak"] / 1e9,
+            "device_limit_GB": zarrflow.memory_stats()["device_limit"] / 1e9}
 
 
 class TsDataset:
