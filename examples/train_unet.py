@@ -498,6 +498,8 @@ def main(argv: list[str] | None = None) -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.device_count() == 0:
+        ap.error("train_unet.py needs a CUDA GPU: PyTorch sees none")
     device = torch.device("cuda", local % torch.cuda.device_count())
     torch.cuda.set_device(device)
     if world > 1:
