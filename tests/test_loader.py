@@ -559,3 +559,67 @@ def test_sharded_store_reads_each_shard_index_once(tmp_path):
     assert 0 < read1 <= NT * 2  # one shard per (time, channel)
     assert read2 == read1
     assert reused2 - reused1 >= read1
+
+
+ANEMOI_VARS = ["10u", "10v", "2t", "msl", "z_500"]
+
+
+@pytest.fixture(scope="module")
+def anemoi_store(tmp_path_factory) -> Path:
+    """An anemoi-datasets layout, written as anemoi writes it (Zarr v2, zarr-python's default
+    Blosc-LZ4 of zarr 2): `data` (time, variable, ensemble, cell) in one chunk per date, NaN fill
+    and NaNs in one variable, the variables' names in the root group's attributes, dates,
+    latitudes and longitudes beside it."""
+    numcodecs = pytest.importorskip("numcodecs")
+    path = tmp_path_factory.mktemp("anemoi") / "o16-6h.zarr"
+    root = zarr.open_group(str(path), mode="w", zarr_format=2)
+    rng = np.random.default_rng(5)
+    ncell = 600
+    data = rng.standard_normal((NT, len(ANEMOI_VARS), 1, ncell)).astype("float32")
+    data[:, 3, 0, ::7] = np.nan  # e.g. a field undefined over land
+    a = root.create_array("data", shape=data.shape, chunks=(1, len(ANEMOI_VARS), 1, ncell),
+                          dtype="float32", fill_value=np.nan, compressors=numcodecs.Blosc(
+                              cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE))
+    a[...] = data
+    a.attrs["_ARRAY_DIMENSIONS"] = ["time", "variable", "ensemble", "cell"]
+    for name, values, dim in (("dates", np.arange(NT).astype("datetime64[s]"), "time"),
+                              ("latitudes", rng.uniform(-90, 90, ncell), "cell"),
+                              ("longitudes", rng.uniform(0, 360, ncell), "cell")):
+        c = root.create_array(name, shape=values.shape, dtype=values.dtype)
+        c[...] = values
+        c.attrs["_ARRAY_DIMENSIONS"] = [dim]
+    root.attrs.update({"variables": ANEMOI_VARS, "frequency": "6h", "ensemble_dimension": 2,
+                       "flatten_grid": True})
+    return path
+
+
+def test_anemoi_dataset_channels_by_name(anemoi_store):
+    """anemoi's variable names (the root group's "variables") pick channels of `data` along its
+    "variable" dimension; batches equal zarr-python's reads bit for bit, NaNs included."""
+    picks = ["2t", "msl", "10u"]
+    ld = zarrflow.Loader(anemoi_store, [f"data@{v}" for v in picks], channel_dim="variable",
+                         batch_size=3, device="cpu", output="numpy", shuffle=False)
+    assert ld.spec.spatial_dims == ("ensemble", "cell")
+    ref = zarr.open_group(str(anemoi_store), mode="r")["data"]
+    idx = [ANEMOI_VARS.index(v) for v in picks]
+    batches = list(ld)
+    assert len(batches) == (NT - 1) // 3
+    for batch in batches:
+        assert batch["x"].shape == (3, len(picks), 1, 600)
+        for b, t in enumerate(batch["time"].tolist()):
+            for arr, step in ((batch["x"], t), (batch["y"], t + 1)):
+                want = ref[step][idx]
+                assert np.array_equal(arr[b].view(np.uint32), want.view(np.uint32))
+    assert np.isnan(batches[0]["x"][:, 1]).any()  # msl carries the NaNs
+    stats = zarrflow.compute_stats(anemoi_store, ["data@msl"], channel_dim="variable")
+    values = ref[:, 3].astype(np.float64)
+    assert stats["mean"][0] == pytest.approx(np.nanmean(values), rel=1e-9)
+
+
+def test_anemoi_dataset_without_channel_dim_says_what_to_pass(anemoi_store):
+    with pytest.raises(LoaderError, match=r"dims \('time', 'variable', 'ensemble', 'cell'\).*"
+                                          r"channel_dim='variable'"):
+        zarrflow.Loader(anemoi_store, ["data@2t"], device="cpu", output="numpy")
+    with pytest.raises(LoaderError, match=r"unknown variable '2m_temperature'.*labels: \['10u'"):
+        zarrflow.Loader(anemoi_store, ["data@2m_temperature"], channel_dim="variable",
+                        device="cpu", output="numpy")

@@ -11,8 +11,9 @@ import pytest
 import zarrflow
 from zarrflow._balance import DecodeBalance
 
-from test_loader import (  # noqa: F401 (store: a fixture)
-    LEVELS, NLAT, NLON, NT, SHARDED_VARS, VARS, expected, reread_counts, sharded_store, store)
+from test_loader import (  # noqa: F401 (store, anemoi_store: fixtures)
+    LEVELS, NLAT, NLON, NT, SHARDED_VARS, VARS, anemoi_store, expected, reread_counts,
+    sharded_store, store)
 
 pytestmark = pytest.mark.gpu
 if not zarrflow.cuda_available():
@@ -558,3 +559,18 @@ def test_a_batch_at_the_limit_waits_for_memory_given_back(memory_limit):
     t = zarrflow._core.empty_tensor([64, 2**20], "uint8", "cuda", 0)
     assert 0.2 < time.perf_counter() - t0 < 5
     del t
+
+
+@pytest.mark.parametrize("dtype, view", [("float32", np.uint32), ("bfloat16", np.uint16)])
+def test_anemoi_dataset_on_the_gpu(anemoi_store, dtype, view):
+    """An anemoi dataset (Zarr v2, Blosc-LZ4, one chunk of all variables per date, NaNs): the GPU
+    decodes its chunks, and its batches carry the CPU loader's bits."""
+    kw = dict(channel_dim="variable", batch_size=3, shuffle="block", seed=2, dtype=dtype,
+              normalize=None if dtype == "float32" else zarrflow.compute_stats(
+                  anemoi_store, ["data@2t", "data@msl"], channel_dim="variable"))
+    names = ["data@2t", "data@msl"]
+    cpu = zarrflow.Loader(anemoi_store, names, device="cpu", output="numpy", **kw)
+    gpu = zarrflow.Loader(anemoi_store, names, device="cuda", host_decode_share=0.0, **kw)
+    assert_same_bits(cpu, gpu, dtype, view)
+    assert gpu.stats()["gpu_decoded"] > 0 and gpu.stats()["cpu_decoded"] == 0
+    gpu.close()

@@ -118,6 +118,21 @@ class DatasetSpec:
         return cls(group, channels, time_dim, sdims, sshape, ntime, times)
 
 
+def _channel_labels(group: Group, arr: Array, channel_dim: str, n: int) -> list[str] | None:
+    """Names along a channel axis of length `n`: the array's "channels" attribute (zarrflow's
+    stacked stores), a coordinate array named like the dimension, or the group's "variables"
+    attribute (anemoi datasets: `data` is (time, variable, ensemble, cell) and the root group
+    lists the variables in order)."""
+    labels = arr.attrs.get("channels")
+    if labels is None and channel_dim in group.keys():
+        labels = [str(x) for x in group[channel_dim][...]]
+    if labels is None and isinstance(group.attrs.get("variables"), list):
+        labels = [str(x) for x in group.attrs["variables"]]
+        if len(labels) != n:  # not a list of this axis's names
+            labels = None
+    return labels
+
+
 def _resolve(group: Group, spec: str, time_dim: str, level_dim: str, channel_dim: str) -> Channel:
     name, _, pick = spec.partition("@")
     if name not in group.keys():
@@ -145,9 +160,7 @@ def _resolve(group: Group, spec: str, time_dim: str, level_dim: str, channel_dim
             fixed[axis] = int(hits[0])
         elif channel_dim in dims:
             axis = dims.index(channel_dim)
-            labels = arr.attrs.get("channels")
-            if labels is None and channel_dim in group.keys():
-                labels = [str(x) for x in group[channel_dim][...]]
+            labels = _channel_labels(group, arr, channel_dim, arr.shape[axis])
             if labels is not None and pick in labels:
                 fixed[axis] = list(labels).index(pick)
             elif pick.isdigit() and int(pick) < arr.shape[axis]:
@@ -155,8 +168,11 @@ def _resolve(group: Group, spec: str, time_dim: str, level_dim: str, channel_dim
             else:
                 raise LoaderError(f"unknown {channel_dim} {pick!r} for {name!r} (labels: {labels})")
         else:
+            hint = (" (an anemoi dataset: pass channel_dim='variable')" if "variable" in dims
+                    else "")
             raise LoaderError(f"{spec!r}: {name!r} has neither a {level_dim!r} nor a "
-                              f"{channel_dim!r} dimension to pick {pick!r} from")
+                              f"{channel_dim!r} dimension to pick {pick!r} from (dims "
+                              f"{tuple(dims)}){hint}")
     else:
         for d in (level_dim, channel_dim):
             if d in dims:
