@@ -64,7 +64,7 @@ def main() -> int:
         for epoch in range(args.epochs):
             ld.set_epoch(epoch)
             it = iter(ld)
-            prev = None
+            prev = None  # the only reference to the last batch between steps
             while True:
                 torch.cuda._sleep(cycles)  # the model's step
                 torch.cuda.synchronize()
@@ -81,12 +81,13 @@ def main() -> int:
                 x, y = b["x"], b["y"]
                 torch.cuda.current_stream().synchronize()
                 t3 = time.perf_counter()
-                prev = None  # with hold: dropped as a training loop rebinds its batch
+                prev = None  # with hold: dropped after the next one came, as a loop rebinds it
                 t4 = time.perf_counter()
                 prev = b
+                del b, x, y
                 if epoch and len(convert_s) > n0:
                     rows.append((t1 - t0, t2 - t1, convert_s[-1], t3 - t2, t4 - t3))
-            del x, y, b, prev
+            prev = None
         tl = [r["wait"] for r in ld.timeline() if r["epoch"] >= 1]
         med = np.median(np.array(rows), axis=0) * 1e3
         run = {"hold_previous": hold, "batches": len(rows),

@@ -2,6 +2,7 @@
 # Runs on the GPU host (through the `device` tool) from the repository root, with .gpu/ (built by
 # scripts/build_gpu_bundle.sh) and .whl/ (peer wheels: zarr, numcodecs, nvidia-libnvcomp-cu13)
 # carried along. Writes logs and results under $OUT (or ./gpu_out).
+#   scripts/gpu_run.sh py SCRIPT [ARGS...]   runs one Python program with the same set-up
 #   scripts/gpu_run.sh [test|quicktest|bench|loader|rechunk|train|all]   (default all; `loader` =
 #          the loader benchmark; `rechunk` = synth/rechunk tests + benchmarks/bench_rechunk.py on
 #          this host's cores; `train` = examples/train_unet.py runs: synthetic, zarrflow GPU/CPU,
@@ -52,6 +53,11 @@ fi
   echo "libraries linked in from the bundle: $(ls "$EXTRA" | tr '\n' ' ')"
 } 2>&1 | tee -a "$OUT/tests.log"
 
+if [ "$WHAT" = py ]; then  # scripts/gpu_run.sh py SCRIPT ARGS...: one Python program, same set-up
+  shift
+  python3 "$@" 2>&1 | tee -a "$OUT/tests.log"
+  exit "${PIPESTATUS[0]}"
+fi
 if want test; then
   echo "== C++ tests" | tee -a "$OUT/tests.log"
   for t in .gpu/bin/zarrflow_*_tests; do echo "-- $t"; "$t" --gtest_brief=1 2>&1 | tail -4; done | tee -a "$OUT/tests.log"
