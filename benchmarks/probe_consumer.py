@@ -28,6 +28,34 @@ SIX = ["2m_temperature", "u_component_of_wind@500", "v_component_of_wind@500",
        "temperature@500", "geopotential@500", "specific_humidity@500"]
 
 
+def sleep_step(torch, ms: float):
+    cycles = int(ms * 1e-3 * torch.cuda.get_device_properties(0).clock_rate * 1e3)
+
+    def step(batch):
+        torch.cuda._sleep(cycles)
+    return step
+
+
+def unet_step(torch):
+    """A training step of examples/train_unet.py's model on the batch (nothing on the first)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    from train_unet import UNetResNet18, loss_fn
+
+    model = UNetResNet18(len(SIX)).cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+
+    def step(batch):
+        if batch is None:
+            return
+        x = batch["x"].contiguous(memory_format=torch.channels_last)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = loss_fn(model(x), batch["y"])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return step
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -36,8 +64,13 @@ def main() -> int:
     ap.add_argument("--ntime", type=int, default=160)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--step-ms", type=float, default=140.0, help="the stand-in model step")
+    ap.add_argument("--model", choices=["sleep", "unet"], default="sleep",
+                    help="the step: a GPU sleep of --step-ms, or examples/train_unet.py's U-Net "
+                         "(bf16, channels-last) trained on the batch")
     args = ap.parse_args()
     import torch
+
+    step = sleep_step(torch, args.step_ms) if args.model == "sleep" else unet_step(torch)
 
     store = Path(args.data) / f"wb2_6ch_{args.ntime}.zarr"
     if not store.exists():
@@ -54,9 +87,8 @@ def main() -> int:
         return out
 
     zl.Loader._convert = timed_convert
-    cycles = int(args.step_ms * 1e-3 * torch.cuda.get_device_properties(0).clock_rate * 1e3)
     results = {"gpu": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
-               "step_ms": args.step_ms, "runs": []}
+               "model": args.model, "step_ms": args.step_ms, "runs": []}
     for hold in (True, False):  # keep the batch until the next one is asked for, or drop it first
         ld = zarrflow.Loader(store, SIX, batch_size=16, device="cuda", dtype="bfloat16",
                              normalize=stats, shuffle="block", seed=0)
@@ -66,18 +98,20 @@ def main() -> int:
             it = iter(ld)
             prev = None  # the only reference to the last batch between steps
             while True:
-                torch.cuda._sleep(cycles)  # the model's step
+                step(prev)  # the model's step on the last batch
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 if not hold:
                     prev = None  # the previous batch's memory goes back to the pool here
                 t1 = time.perf_counter()
                 n0 = len(convert_s)
+                c1 = time.thread_time()
                 try:
                     b = next(it)
                 except StopIteration:
                     break
                 t2 = time.perf_counter()
+                cpu_next = time.thread_time() - c1
                 x, y = b["x"], b["y"]
                 torch.cuda.current_stream().synchronize()
                 t3 = time.perf_counter()
@@ -86,20 +120,22 @@ def main() -> int:
                 prev = b
                 del b, x, y
                 if epoch and len(convert_s) > n0:
-                    rows.append((t1 - t0, t2 - t1, convert_s[-1], t3 - t2, t4 - t3))
+                    rows.append((t1 - t0, t2 - t1, convert_s[-1], t3 - t2, t4 - t3, cpu_next))
             prev = None
         tl = [r["wait"] for r in ld.timeline() if r["epoch"] >= 1]
         med = np.median(np.array(rows), axis=0) * 1e3
         run = {"hold_previous": hold, "batches": len(rows),
                "drop_before_next_ms": med[0], "next_ms": med[1], "convert_ms": med[2],
                "sync_ms": med[3], "drop_after_next_ms": med[4],
+               # the consumer thread's CPU time in next(): far below next_ms = it was blocked
+               "next_cpu_ms": med[5],
                "loader_internal_wait_ms": float(np.median(tl) * 1e3)}
         print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in run.items()}),
               flush=True)
         results["runs"].append(run)
         ld.close()
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "probe_consumer.json").write_text(json.dumps(results, indent=1))
+    (Path(args.out) / f"probe_consumer_{args.model}.json").write_text(json.dumps(results, indent=1))
     return 0
 
 
