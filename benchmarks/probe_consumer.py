@@ -67,6 +67,9 @@ def main() -> int:
     ap.add_argument("--model", choices=["sleep", "unet"], default="sleep",
                     help="the step: a GPU sleep of --step-ms, or examples/train_unet.py's U-Net "
                          "(bf16, channels-last) trained on the batch")
+    ap.add_argument("--grace", type=lambda t: [float(x) / 1e3 for x in t.split(",")], default=[],
+                    help="also run with these hand-off grace times (ms, comma list; "
+                         "zarrflow._prefetch.HANDOFF_GRACE_S)")
     args = ap.parse_args()
     import torch
 
@@ -89,7 +92,11 @@ def main() -> int:
     zl.Loader._convert = timed_convert
     results = {"gpu": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
                "model": args.model, "step_ms": args.step_ms, "runs": []}
-    for hold in (True, False):  # keep the batch until the next one is asked for, or drop it first
+    from zarrflow import _prefetch
+
+    variants = [(True, 0.0), (False, 0.0)] + [(True, g) for g in args.grace]
+    for hold, grace in variants:  # keep the batch until the next one is asked for, or drop it first
+        _prefetch.HANDOFF_GRACE_S = grace
         ld = zarrflow.Loader(store, SIX, batch_size=16, device="cuda", dtype="bfloat16",
                              normalize=stats, shuffle="block", seed=0)
         rows = []
@@ -124,7 +131,7 @@ def main() -> int:
             prev = None
         tl = [r["wait"] for r in ld.timeline() if r["epoch"] >= 1]
         med = np.median(np.array(rows), axis=0) * 1e3
-        run = {"hold_previous": hold, "batches": len(rows),
+        run = {"hold_previous": hold, "handoff_grace_ms": grace * 1e3, "batches": len(rows),
                "drop_before_next_ms": med[0], "next_ms": med[1], "convert_ms": med[2],
                "sync_ms": med[3], "drop_after_next_ms": med[4],
                # the consumer thread's CPU time in next(): far below next_ms = it was blocked

@@ -487,6 +487,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="zarrflow's GPU memory limit (zarrflow.set_gpu_memory_limit: a fraction "
                          "such as 0.4, bytes such as 40GB, or none); default: the library's (40%%)")
     ap.add_argument("--out", type=Path, help="write results JSON + Markdown table here")
+    ap.add_argument("--handoff-grace-ms", type=float, default=None,
+                    help="zarrflow's loader workers wait this long before starting a batch when "
+                         "the consumer still has made ones to take (zarrflow._prefetch."
+                         "HANDOFF_GRACE_S)")
     ap.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"],
                     help="torchrun's process group. Ranks take the visible GPUs in turn (local "
                          "rank modulo their count), so more ranks than GPUs share them; NCCL "
@@ -512,6 +516,10 @@ def main(argv: list[str] | None = None) -> int:
               "zarrflow GPU memory limit: none", flush=True)
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
+    if args.handoff_grace_ms is not None:
+        from zarrflow import _prefetch
+
+        _prefetch.HANDOFF_GRACE_S = args.handoff_grace_ms / 1e3
     if args.thread_nice is not None:  # read when zarrflow makes its thread pools (below)
         os.environ["ZARRFLOW_THREAD_NICE"] = str(args.thread_nice)
     runs = [r for r in args.runs.split(",") if r]

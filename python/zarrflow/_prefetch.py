@@ -43,6 +43,11 @@ class Gate:
             self.producers is not None and self.producing >= self.producers)
 
 
+# Seconds a worker waits before starting its next item when the consumer still has finished
+# ones to take (see _work); 0 = start at once.
+HANDOFF_GRACE_S = 0.0
+
+
 class OrderedPrefetch:
     def __init__(self, fn: Callable[[Any, int], Any], items: Sequence[Any], *, workers: int = 2,
                  depth: int = 3, name: str = "zarrflow-prefetch", gate: Gate | None = None):
@@ -96,6 +101,11 @@ class OrderedPrefetch:
                 self._next += 1
                 gate.in_flight += 1
                 gate.producing += 1
+                ahead = len(self._results)
+            if ahead and HANDOFF_GRACE_S > 0:
+                # Woken by the consumer taking an item while more wait for it: no hurry, and the
+                # consumer is handing that batch to its model right now.
+                time.sleep(HANDOFF_GRACE_S)
             try:
                 result = (True, self._fn(self._items[i], worker))
             except BaseException as e:  # handed to the consumer, which re-raises it
