@@ -166,3 +166,36 @@ def test_empty_and_bad_arguments():
     p.close()
     with pytest.raises(ValueError):
         OrderedPrefetch(lambda i, w: i, [1], workers=0, depth=1)
+
+
+def test_a_worker_starts_after_the_grace_only_while_results_wait(monkeypatch):
+    """A worker starting an item while finished ones wait for the consumer (who is handing one
+    over) starts HANDOFF_GRACE_S later; with nothing waiting it starts at once."""
+    from zarrflow import _prefetch
+
+    monkeypatch.setattr(_prefetch, "HANDOFF_GRACE_S", 0.2)
+    started: dict[int, float] = {}
+
+    def fn(item, worker):
+        started[item] = time.monotonic()
+        return item
+
+    p = OrderedPrefetch(fn, range(3), workers=1, depth=2)
+    _until(lambda: p.ready() == 2)
+    assert started[1] - started[0] >= 0.19  # item 0 was waiting when item 1 started
+    t_take = time.monotonic()
+    assert p.get() == 0  # item 1 still waits: the worker starts item 2 after the grace
+    _until(lambda: 2 in started)
+    assert started[2] - t_take >= 0.19
+    assert [p.get(), p.get()] == [1, 2]
+    p.close()
+
+    started.clear()
+    q = OrderedPrefetch(fn, range(2), workers=1, depth=1)
+    _until(lambda: q.ready() == 1)
+    t_take = time.monotonic()
+    assert q.get() == 0  # nothing else waits: item 1 starts at once
+    _until(lambda: 1 in started)
+    assert started[1] - t_take < 0.15
+    assert q.get() == 1
+    q.close()

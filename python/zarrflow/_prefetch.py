@@ -44,8 +44,13 @@ class Gate:
 
 
 # Seconds a worker waits before starting its next item when the consumer still has finished
-# ones to take (see _work); 0 = start at once.
-HANDOFF_GRACE_S = 0.0
+# ones to take (see _work); 0 = start at once. A worker is woken the moment the consumer takes an
+# item, which is the moment the consumer hands that batch to its model; a worker starting a
+# batch then (its Python, the GIL, its first CUDA calls) made the training thread's hand-off of a
+# ready batch take ~1 ms instead of ~0.4 (H100, 6-channel U-Net: waits 1.0% of the step, 0.991 of
+# synthetic; with 3 ms, 0.5% and 0.996). A consumer that waits gets its batch as soon as before:
+# the grace applies only while finished items wait for it.
+HANDOFF_GRACE_S = 0.003
 
 
 class OrderedPrefetch:
