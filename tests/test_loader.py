@@ -588,6 +588,10 @@ def anemoi_store(tmp_path_factory) -> Path:
         c = root.create_array(name, shape=values.shape, dtype=values.dtype)
         c[...] = values
         c.attrs["_ARRAY_DIMENSIONS"] = [dim]
+    for name, fn in (("mean", np.nanmean), ("stdev", np.nanstd)):  # anemoi's statistics
+        st = root.create_array(name, shape=(len(ANEMOI_VARS),), dtype="float64")
+        st[...] = fn(data.astype(np.float64), axis=(0, 2, 3))
+        st.attrs["_ARRAY_DIMENSIONS"] = ["variable"]
     root.attrs.update({"variables": ANEMOI_VARS, "frequency": "6h", "ensemble_dimension": 2,
                        "flatten_grid": True})
     return path
@@ -623,3 +627,30 @@ def test_anemoi_dataset_without_channel_dim_says_what_to_pass(anemoi_store):
     with pytest.raises(LoaderError, match=r"unknown variable '2m_temperature'.*labels: \['10u'"):
         zarrflow.Loader(anemoi_store, ["data@2m_temperature"], channel_dim="variable",
                         device="cpu", output="numpy")
+
+
+def test_anemoi_dataset_normalised_with_its_stored_statistics(anemoi_store, tmp_path):
+    """stored_stats reads anemoi's own `mean` / `stdev` for the picked variables (no pass over the
+    data); the loader normalises with them like with computed ones."""
+    picks = ["data@msl", "data@2t"]
+    stats = zarrflow.stored_stats(anemoi_store, picks, path=str(tmp_path / "s.json"))
+    g = zarr.open_group(str(anemoi_store), mode="r")
+    idx = [ANEMOI_VARS.index("msl"), ANEMOI_VARS.index("2t")]
+    assert stats["channels"] == picks
+    assert stats["mean"] == [float(g["mean"][i]) for i in idx]
+    assert stats["std"] == [float(g["stdev"][i]) for i in idx]
+    assert json.loads((tmp_path / "s.json").read_text()) == stats
+    ld = zarrflow.Loader(anemoi_store, picks, channel_dim="variable", normalize=stats,
+                         batch_size=2, device="cpu", output="numpy", shuffle=False)
+    b = next(iter(ld))
+    raw = g["data"][int(b["time"][0])][idx].astype(np.float32)
+    m = np.float32(stats["mean"][1])
+    want = (raw[1] - m) * (np.float32(1) / np.float32(stats["std"][1]))
+    assert np.allclose(b["x"][0, 1], want, equal_nan=True, rtol=0, atol=1e-6)
+
+
+def test_stored_statistics_missing_or_not_per_variable_are_clear_errors(anemoi_store, store):
+    with pytest.raises(LoaderError, match=r"no 'spread' array of statistics.*compute_stats"):
+        zarrflow.stored_stats(anemoi_store, ["data@2t"], std="spread")
+    with pytest.raises(LoaderError, match=r"'t2m' is not picked along 'variable'"):
+        zarrflow.stored_stats(store, ["t2m"], mean="t2m", std="t2m")

@@ -19,7 +19,7 @@ from ._gpu import (
     set_gpu_memory_limit,
 )
 from ._threads import set_num_threads
-from .loader import Loader, LoaderError, MissingChunkError, compute_stats
+from .loader import Loader, LoaderError, MissingChunkError, compute_stats, stored_stats
 from .errors import (
     ChecksumError,
     CorruptChunkError,
@@ -47,6 +47,7 @@ __all__ = [
     "LoaderError",
     "MissingChunkError",
     "compute_stats",
+    "stored_stats",
     "cuda_available",
     "cuda_status",
     "nvcomp_status",

@@ -999,6 +999,45 @@ def _normalize_cpu(a: np.ndarray, mean, std, dtype: str, inner: int) -> tuple[np
     return out.reshape(shape), nans
 
 
+def stored_stats(store: Any, variables: Sequence[str], *, channel_dim: str = "variable",
+                 mean: str = "mean", std: str = "stdev", path: str | None = None,
+                 **spec_kw: Any) -> dict:
+    """Per-channel mean and std read from statistics the store already holds, for channels picked
+    along `channel_dim`: anemoi datasets keep `mean` and `stdev` arrays along their "variable"
+    dimension (computed over the dataset's statistics period), so normalising needs no pass over
+    the data. Same result format as :func:`compute_stats` (saved as JSON to `path` when given)."""
+    spec = DatasetSpec.build(store, variables, channel_dim=channel_dim, **spec_kw)
+    g = spec.group
+    for name in (mean, std):
+        if name not in g.keys():
+            raise LoaderError(f"the store has no {name!r} array of statistics (it has: "
+                              f"{', '.join(g.keys())}); use compute_stats")
+    means = np.asarray(g[mean][...], dtype=np.float64)
+    stds = np.asarray(g[std][...], dtype=np.float64)
+    out_mean, out_std = [], []
+    for ch in spec.channels:
+        dims = list(ch.array.dims)
+        axis = dims.index(channel_dim) if channel_dim in dims else None
+        if axis is None or axis not in ch.fixed:
+            raise LoaderError(f"{ch.name!r} is not picked along {channel_dim!r}: its statistics "
+                              f"are not in {mean!r} / {std!r}")
+        n = ch.array.shape[axis]
+        if means.shape != (n,) or stds.shape != (n,):
+            raise LoaderError(f"{mean!r} {means.shape} and {std!r} {stds.shape} do not hold one "
+                              f"value per {channel_dim} of {ch.array.path!r} ({n})")
+        i = ch.fixed[axis]
+        if not (np.isfinite(means[i]) and stds[i] > 0):
+            raise LoaderError(f"{ch.name!r}: stored mean {means[i]} / std {stds[i]} cannot "
+                              f"normalise (std must be positive)")
+        out_mean.append(float(means[i]))
+        out_std.append(float(stds[i]))
+    stats = {"channels": [c.name for c in spec.channels], "mean": out_mean, "std": out_std}
+    if path:
+        with open(path, "w") as f:
+            json.dump(stats, f, indent=2)
+    return stats
+
+
 def compute_stats(store: Any, variables: Sequence[str], *, every: int = 1, path: str | None = None,
                   **spec_kw: Any) -> dict:
     """Per-channel mean and std over the time steps (every `every`-th), in float64; NaNs skipped.
