@@ -139,14 +139,15 @@ def warm_then_time(ld, epochs: int, keys) -> tuple[dict, float]:
     return {k: s1[k] - s0[k] for k in keys}, wall
 
 
-# Shared by the probes (probe_pieces.py, probe_frames.py): the 71-channel store, one loader
-# over it timed, a JSON line per run and one results file.
-def probe_parser(doc: str, epochs: int) -> argparse.ArgumentParser:
+# Shared by the probes (probe_pieces.py, probe_frames.py, probe_workers.py; the parser also by
+# probe_consumer.py and probe_grace.py): the 71-channel store, one loader over it timed, a JSON
+# line per run and one results file.
+def probe_parser(doc: str, epochs: int, ntime: int = 64) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="bench_data")
     ap.add_argument("--out", default="bench_results")
-    ap.add_argument("--ntime", type=int, default=64)
+    ap.add_argument("--ntime", type=int, default=ntime)
     ap.add_argument("--epochs", type=int, default=epochs)
     ap.add_argument("--gpu-memory-limit", default="0.9",
                     help="zarrflow's GPU memory limit (no model beside these loops)")

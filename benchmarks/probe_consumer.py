@@ -7,12 +7,13 @@ consumer thread: dropping the previous batch (its memory goes back to zarrflow's
 consumer's stream), `next()` split into the loader's generator (get, bookkeeping) and the
 conversion to torch tensors (`torch.from_dlpack`: the consumer's stream waits on the batch's
 event), and the stream synchronisation after it. Medians in ms, one JSON line per setting.
+The GPU memory limit is --gpu-memory-limit (0.9); the twelfth session's runs used the library's
+default, 0.4 (the 6-channel loader holds ~3 GB either way).
 
 Usage (GPU host): python3 benchmarks/probe_consumer.py --data /tmp/zarrflow_probe --out $OUT
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -23,6 +24,9 @@ import numpy as np
 
 import zarrflow
 from zarrflow import loader as zl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_loader import probe_parser  # noqa: E402
 
 SIX = ["2m_temperature", "u_component_of_wind@500", "v_component_of_wind@500",
        "temperature@500", "geopotential@500", "specific_humidity@500"]
@@ -56,13 +60,17 @@ def unet_step(torch):
     return step
 
 
+def wb2_store(data: str, ntime: int) -> Path:
+    """The 6-channel WeatherBench2-style store (zarrflow synth), written once under `data`."""
+    store = Path(data) / f"wb2_6ch_{ntime}.zarr"
+    if not store.exists():
+        subprocess.run([sys.executable, "-m", "zarrflow", "synth", str(store), "--layout", "wb2",
+                        "--channels", "6", "--ntime", str(ntime), "--quiet"], check=True)
+    return store
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="bench_data")
-    ap.add_argument("--out", default="bench_results")
-    ap.add_argument("--ntime", type=int, default=160)
-    ap.add_argument("--epochs", type=int, default=3)
+    ap = probe_parser(__doc__, epochs=3, ntime=160)
     ap.add_argument("--step-ms", type=float, default=140.0, help="the stand-in model step")
     ap.add_argument("--model", choices=["sleep", "unet"], default="sleep",
                     help="the step: a GPU sleep of --step-ms, or examples/train_unet.py's U-Net "
@@ -75,10 +83,8 @@ def main() -> int:
 
     step = sleep_step(torch, args.step_ms) if args.model == "sleep" else unet_step(torch)
 
-    store = Path(args.data) / f"wb2_6ch_{args.ntime}.zarr"
-    if not store.exists():
-        subprocess.run([sys.executable, "-m", "zarrflow", "synth", str(store), "--layout", "wb2",
-                        "--channels", "6", "--ntime", str(args.ntime), "--quiet"], check=True)
+    zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
+    store = wb2_store(args.data, args.ntime)
     stats = zarrflow.compute_stats(store, SIX, every=16)
     convert_s: list[float] = []
     plain = zl.Loader._convert

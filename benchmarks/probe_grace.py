@@ -7,9 +7,7 @@ Usage (GPU host): python3 benchmarks/probe_grace.py --data /tmp/zarrflow_probe -
 """
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,26 +15,19 @@ from pathlib import Path
 import zarrflow
 from zarrflow import _prefetch
 
-SIX = ["2m_temperature", "u_component_of_wind@500", "v_component_of_wind@500",
-       "temperature@500", "geopotential@500", "specific_humidity@500"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_loader import probe_parser  # noqa: E402
+from probe_consumer import SIX, wb2_store  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="bench_data")
-    ap.add_argument("--out", default="bench_results")
-    ap.add_argument("--ntime", type=int, default=160)
-    ap.add_argument("--epochs", type=int, default=6)
+    ap = probe_parser(__doc__, epochs=6, ntime=160)
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
     import torch
 
-    zarrflow.set_gpu_memory_limit(0.9)
-    store = Path(args.data) / f"wb2_6ch_{args.ntime}.zarr"
-    if not store.exists():
-        subprocess.run([sys.executable, "-m", "zarrflow", "synth", str(store), "--layout", "wb2",
-                        "--channels", "6", "--ntime", str(args.ntime), "--quiet"], check=True)
+    zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
+    store = wb2_store(args.data, args.ntime)
     results = {"gpu": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
                "runs": []}
     for rep in range(args.repeats):
