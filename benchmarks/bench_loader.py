@@ -201,9 +201,7 @@ def record_run(results: dict, r: dict) -> None:
     """Adds run `r`, prints it as a JSON line, and empties the pools for the next run."""
     import torch
 
-    mem = zarrflow.memory_stats()  # the most the process's GPU pool held so far, and its limit
-    r.update(device_held_peak_GB=mem["device_held_peak"] / 1e9,
-             device_limit_GB=mem["device_limit"] / 1e9)
+    r.update(pool_held())
     results["runs"].append(r)
     print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}),
           flush=True)
@@ -225,6 +223,13 @@ def pool_calls() -> dict:
     """Device and pinned allocations and frees zarrflow's pools made so far (a steady loader
     makes none)."""
     return {k: v for k, v in zarrflow.memory_stats().items() if k.endswith(("_allocations", "_frees"))}
+
+
+def pool_held() -> dict:
+    """The most the process's GPU pool has held so far, against its limit (GB)."""
+    mem = zarrflow.memory_stats()
+    return {"device_held_peak_GB": mem["device_held_peak"] / 1e9,
+            "device_limit_GB": mem["device_limit"] / 1e9}
 
 
 def attempt(run, *args, **kwargs) -> dict:
@@ -308,10 +313,7 @@ def timed_epochs(ld, variables, *, dtype, step_s: float, epochs: int) -> dict:
             "cpu_decoded": st["cpu_decoded"] - st0["cpu_decoded"],
             "host_decode_share": [r["host_share"] for r in ld.timeline()[-nb:]],
             # pool calls during the timed epochs (a steady loader makes none)
-            "pool_calls": {k: v - calls0.get(k, 0) for k, v in calls.items()},
-            # the most the process's GPU pool has held so far, against its limit
-            "device_held_peak_GB": zarrflow.memory_stats()["device_held_peak"] / 1e9,
-            "device_limit_GB": zarrflow.memory_stats()["device_limit"] / 1e9}
+            "pool_calls": {k: v - calls0.get(k, 0) for k, v in calls.items()}, **pool_held()}
 
 
 class TsDataset:

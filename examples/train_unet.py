@@ -502,9 +502,10 @@ def main(argv: list[str] | None = None) -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.device_count() == 0:
+    ngpu = torch.cuda.device_count()
+    if ngpu == 0:
         ap.error("train_unet.py needs a CUDA GPU: PyTorch sees none")
-    device = torch.device("cuda", local % torch.cuda.device_count())
+    device = torch.device("cuda", local % ngpu)
     torch.cuda.set_device(device)
     if world > 1:
         dist.init_process_group(args.dist_backend,
@@ -556,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.synthetic_steps:
         args.synthetic_steps = ((len(split[0]) - 1) // (args.batch_size * world)) if split else 20
     if rank == 0:
-        ranks = (f"{world} ranks on {torch.cuda.device_count()} GPU(s), {args.dist_backend}"
+        ranks = (f"{world} ranks on {ngpu} GPU(s), {args.dist_backend}"
                  if world > 1 else "1 GPU")
         print(f"U-Net/ResNet-18, {len(args.channels)} channels, {args.spatial[0]}x{args.spatial[1]}, "
               f"batch {args.batch_size} x {world} ({ranks}), bf16={args.bf16}, "
@@ -583,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
             tag = f"train_unet_{len(args.channels)}ch_{world}gpu{'_loader' if args.no_train else ''}"
             tag += f"_{args.tag}" if args.tag else ""
             meta = {"device": torch.cuda.get_device_name(device), "world_size": world,
-                    "gpus": torch.cuda.device_count(), "dist_backend": args.dist_backend,
+                    "gpus": ngpu, "dist_backend": args.dist_backend,
                     "channels": len(args.channels), "grid": list(args.spatial),
                     "batch_size": args.batch_size, "bf16": args.bf16,
                     "channels_last": args.channels_last, "date": time.strftime("%Y-%m-%d"),

@@ -1031,7 +1031,12 @@ def stored_stats(store: Any, variables: Sequence[str], *, channel_dim: str = "va
                               f"normalise (std must be positive)")
         out_mean.append(float(means[i]))
         out_std.append(float(stds[i]))
-    stats = {"channels": [c.name for c in spec.channels], "mean": out_mean, "std": out_std}
+    return _stats(spec, out_mean, out_std, path)
+
+
+def _stats(spec: DatasetSpec, mean: list, std: list, path: str | None) -> dict:
+    """The normalisation file's content ({"channels", "mean", "std"}), saved to `path` if given."""
+    stats = {"channels": [c.name for c in spec.channels], "mean": mean, "std": std}
     if path:
         with open(path, "w") as f:
             json.dump(stats, f, indent=2)
@@ -1055,8 +1060,4 @@ def compute_stats(store: Any, variables: Sequence[str], *, every: int = 1, path:
         m = total / max(count, 1)
         mean.append(m)
         std.append(float(np.sqrt(max(sq / max(count, 1) - m * m, 0.0))) or 1.0)
-    stats = {"channels": [c.name for c in spec.channels], "mean": mean, "std": std}
-    if path:
-        with open(path, "w") as f:
-            json.dump(stats, f, indent=2)
-    return stats
+    return _stats(spec, mean, std, path)

@@ -19,6 +19,13 @@ std::string gigabytes(std::size_t bytes) {
   return s;
 }
 
+// Raises `max` to `v` if `v` is larger (a running maximum several threads update).
+void raise_to(std::atomic<std::size_t>& max, std::size_t v) {
+  std::size_t seen = max.load();
+  while (v > seen && !max.compare_exchange_weak(seen, v)) {
+  }
+}
+
 }  // namespace
 
 Status cuda_status(cudaError_t err, std::string_view what) {
@@ -190,10 +197,7 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
     if (!p.ok()) return p.status();
   }
   ++allocations_;
-  const std::size_t held = held_.fetch_add(cap) + cap;
-  std::size_t peak = held_peak_.load();
-  while (held > peak && !held_peak_.compare_exchange_weak(peak, held)) {
-  }
+  raise_to(held_peak_, held_.fetch_add(cap) + cap);
   b.data_ = *p;
   b.capacity_ = cap;
   note_in_use(cap);
@@ -218,12 +222,9 @@ Result<GpuBuffer> GpuMemoryPool::acquire_waiting(std::size_t size, double wait_m
 
 void GpuMemoryPool::note_in_use(std::size_t capacity) {
   const std::size_t now = in_use_.fetch_add(capacity) + capacity;
-  std::size_t peak = peak_.load();
-  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
-  }
-  std::size_t largest = largest_.load();
-  while (capacity > largest && !largest_.compare_exchange_weak(largest, capacity)) {
-  }
+  const std::size_t peak = peak_.load(), largest = largest_.load();  // before this one counts
+  raise_to(peak_, now);
+  raise_to(largest_, capacity);
   // Keep the peak working set for reuse, plus room for one more of the largest allocation: the
   // sizes a batch needs drift between capacity classes, and without the slack each drift would
   // evict (free) a buffer that the next batch allocates again.
