@@ -57,14 +57,15 @@ TEST_P(PoolTest, ANewWorkingSetStaysCached) {
       big1 = a->data();
       big2 = b->data();
     } else {
-      EXPECT_TRUE((a->data() == big1 && b->data() == big2) || (a->data() == big2 && b->data() == big1))
+      EXPECT_TRUE((a->data() == big1 && b->data() == big2) ||
+                  (a->data() == big2 && b->data() == big1))
           << "round " << round << " allocated again";
     }
   }
   EXPECT_LE(pool.cached_bytes(), pool.budget());
   EXPECT_EQ(pool.in_use(), 0u);
   EXPECT_EQ(pool.budget(), pool.peak_in_use() + 64 * kMiB);  // the peak + one largest buffer
-  EXPECT_EQ(pool.allocations(), 4u);  // two small, two large
+  EXPECT_EQ(pool.allocations(), 4u);                         // two small, two large
   // 2 x 8 + 2 x 64 MiB fit the budget of 128 + 64 MiB: nothing needed freeing.
   EXPECT_EQ(pool.frees(), 0u);
 }
@@ -144,7 +145,8 @@ TEST_P(PoolTest, ALimitHoldsWhenThreadsAllocateAtOnce) {
     });
   }
   for (auto& th : threads) th.join();
-  for (int round = 0; round < kRounds; ++round) EXPECT_EQ(got[round].load(), 2) << "round " << round;
+  for (int round = 0; round < kRounds; ++round)
+    EXPECT_EQ(got[round].load(), 2) << "round " << round;
   EXPECT_LE(pool.held_peak(), kLimit);
   EXPECT_EQ(pool.in_use(), 0u);
   EXPECT_EQ(pool.held(), pool.cached_bytes());  // all idle now

@@ -17,8 +17,9 @@
 // `trim` gives the idle memory back. An optional limit bounds what the pool holds, in use and
 // idle together (zarrflow.set_gpu_memory_limit: room left for a model next to the loader): idle
 // buffers go first, and an acquire that would still pass it fails as out of memory. The limit is
-// exact: allocations under it are made one at a time (a cache hit, the steady state, takes no lock).
-// Thread-safety: pools are thread-safe; streams and events are owned by one thread at a time.
+// exact: allocations under it are made one at a time (a cache hit, the steady state, takes no
+// lock). Thread-safety: pools are thread-safe; streams and events are owned by one thread at a
+// time.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -185,8 +185,8 @@ Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
     }
     if (held_.load() + cap > limit)
       return io_error("out of memory under zarrflow's GPU memory limit: " + gigabytes(in_use()) +
-                      " GB in use + " + gigabytes(cap) + " GB asked > limit " +
-                      gigabytes(limit) + " GB (zarrflow.set_gpu_memory_limit)");
+                      " GB in use + " + gigabytes(cap) + " GB asked > limit " + gigabytes(limit) +
+                      " GB (zarrflow.set_gpu_memory_limit)");
   }
   auto p = allocate(cap);
   if (!p.ok()) {
