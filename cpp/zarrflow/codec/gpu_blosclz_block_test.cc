@@ -484,10 +484,10 @@ TEST(GpuBlosclzBlock, FuzzAgainstCblosc) {
     const bool ok = expect_same_as_cblosc(enc, dst_size, "iteration " + std::to_string(iter));
     if (HasFailure()) return;
     ++(ok ? both_ok : both_fail);
-    if (iter % 100 == 0) {  // the emulated warp agrees with one lane, on errors too
+    if (iter % 250 == 0) {  // emulated lanes agree with one lane, on errors too
       Bytes one(dst_size, 0xEE), warp(dst_size, 0xEE);
       const int r = decode(enc, one);
-      ASSERT_EQ(decode_lanes(enc, warp, 32), r) << iter;
+      ASSERT_EQ(decode_lanes(enc, warp, 8), r) << iter;
       if (r >= 0) {
         ASSERT_TRUE(std::equal(warp.begin(), warp.begin() + r, one.begin()));
       }
