@@ -287,6 +287,29 @@ TEST(HttpClientDeadline, RetriesEndAtTheTotalTimeout) {
   EXPECT_LT(srv.requests(), 100);
 }
 
+TEST(HttpStoreListing, RepeatedTokensAndHugePagesEndTheListing) {
+  CannedServer srv([](const std::string& req, int fd, const CannedServer& s) {
+    if (req.find("prefix=huge") != std::string::npos) {
+      endless(fd, "HTTP/1.1 200 OK\r\n\r\n<ListBucketResult>", s);
+      return;
+    }
+    const std::string body =
+        "<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>again"
+        "</NextContinuationToken><Contents><Key>k</Key><Size>1</Size></Contents>"
+        "</ListBucketResult>";
+    send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+                     "\r\n\r\n" + body);
+  });
+  auto s = HttpStore::open_json(R"({"kind": "s3", "endpoint": ")" + srv.url() +
+                                R"(", "bucket": "b", "display": "s3://b"})");
+  ASSERT_TRUE(s.ok());
+  expect_error((*s)->list("loop").status(), ErrorCode::kIoError,
+               {"listing s3://b (prefix 'loop/')", "repeats continuation token 'again'"});
+  EXPECT_EQ(srv.requests(), 2);
+  expect_error((*s)->list("huge").status(), ErrorCode::kIoError,
+               {"listing s3://b (prefix 'huge/')", "longer than the 16777216 bytes"});
+}
+
 TEST(HttpStoreIoPool, StartsOnFirstUse) {
   auto s = HttpStore::open_json(R"({"kind": "http", "endpoint": "http://127.0.0.1:9",
                                     "max_in_flight": 3})");
