@@ -51,13 +51,13 @@ struct Attempt {
   // The body.
   bool body_started = false;
   BodyMode mode = BodyMode::kWhole;
-  std::uint64_t received = 0;     // body bytes seen, kept or not
+  std::uint64_t received = 0;  // body bytes seen, kept or not
   std::uint64_t skip = 0, keep = 0;
-  bool more_expected = false;     // kWindow: bytes past the window are part of the answer
-  std::uint64_t written = 0;      // bytes in the sink
-  bool ended_early = false;       // the callback ended a transfer that had given all it needs
+  bool more_expected = false;  // kWindow: bytes past the window are part of the answer
+  std::uint64_t written = 0;   // bytes in the sink
+  bool ended_early = false;    // the callback ended a transfer that had given all it needs
   std::string error_body;
-  Status sink_error;              // set when the callback aborted the transfer on purpose
+  Status sink_error;  // set when the callback aborted the transfer on purpose
 
   [[nodiscard]] bool ok_status() const { return status >= 200 && status < 300; }
 };
@@ -154,14 +154,14 @@ Status check_content_range(const Attempt& a) {
              start == *a.total_size - std::min(*a.total_size, r.length);
   } else {
     const std::uint64_t want_end = r.offset + r.length;  // exclusive
-    covers = start <= r.offset &&
-             (end + 1 >= want_end || (a.total_size && end + 1 == *a.total_size));
+    covers =
+        start <= r.offset && (end + 1 >= want_end || (a.total_size && end + 1 == *a.total_size));
   }
   if (covers) return {};
   return io_error("the server answered a different range (bytes " + std::to_string(start) + "-" +
                   std::to_string(end) + "/" +
-                  (a.total_size ? std::to_string(*a.total_size) : std::string("*")) +
-                  " for " + r.to_string() + ")");
+                  (a.total_size ? std::to_string(*a.total_size) : std::string("*")) + " for " +
+                  r.to_string() + ")");
 }
 
 // Called with the first body bytes of a 2xx (or at its end when it had none): decides where
@@ -209,8 +209,10 @@ Status begin_body(Attempt& a) {
       a.more_expected = true;
       a.total_size = length;
     }
-    if (length) reserve = std::min(a.keep, *length - std::min(*length, a.skip));
-    else reserve = a.keep;
+    if (length)
+      reserve = std::min(a.keep, *length - std::min(*length, a.skip));
+    else
+      reserve = a.keep;
   }
   if (!s.use_fixed && reserve > s.grow.size())
     s.grow = a.pool->acquire(static_cast<std::size_t>(reserve));
@@ -280,7 +282,8 @@ bool take_body(Attempt& a, const char* data, std::size_t len) {
       a.skip -= drop;
       data += drop;
       len -= drop;
-      const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(len, a.keep - a.written));
+      const std::size_t take =
+          static_cast<std::size_t>(std::min<std::uint64_t>(len, a.keep - a.written));
       if (take) put(a, data, take);
       if (len > take) {  // bytes past the window
         if (a.more_expected) {
@@ -331,7 +334,8 @@ void finish_body(Attempt& a) {
                    static_cast<std::size_t>(keep));
     a.written = keep;
     if (a.sink->use_fixed) {
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(keep, a.sink->fixed.size()));
+      const std::size_t n =
+          static_cast<std::size_t>(std::min<std::uint64_t>(keep, a.sink->fixed.size()));
       std::memcpy(a.sink->fixed.data(), a.sink->grow.data(), n);
       a.written = n;
     }
@@ -467,7 +471,8 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
                      std::max(1L, long(std::ceil(options_.stall_timeout_s))));
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
-    if (!options_.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_bundle.c_str());
+    if (!options_.ca_bundle.empty())
+      curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_bundle.c_str());
     if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
     if (head) curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
@@ -482,13 +487,15 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
                              std::chrono::duration<double>(options_.total_timeout_s));
     // Each attempt ends by the deadline at the latest.
     const double left = std::chrono::duration<double>(*deadline - start).count();
-    const auto ms = [&](double limit_s) { return std::max(1L, long(std::min(limit_s, left) * 1000)); };
+    const auto ms = [&](double limit_s) {
+      return std::max(1L, long(std::min(limit_s, left) * 1000));
+    };
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, ms(options_.connect_timeout_s));
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, ms(options_.request_timeout_s));
     ++counters_.requests;
     const std::int64_t now = ++counters_.in_flight;
-    for (std::int64_t m = counters_.max_in_flight.load(); now > m &&
-         !counters_.max_in_flight.compare_exchange_weak(m, now);) {
+    for (std::int64_t m = counters_.max_in_flight.load();
+         now > m && !counters_.max_in_flight.compare_exchange_weak(m, now);) {
     }
     const CURLcode rc = curl_easy_perform(curl);
     --counters_.in_flight;
@@ -515,8 +522,8 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
       }
       if (ok && !head && !a.ended_early && a.content_length && a.received < *a.content_length) {
         // The connection ended early although curl saw no error (a proxy cut the body).
-        last_error = "short body: " + std::to_string(a.received) + " of " +
-                     bytes_text(*a.content_length);
+        last_error =
+            "short body: " + std::to_string(a.received) + " of " + bytes_text(*a.content_length);
       } else if (!ok && retryable_http_status(a.status)) {
         last_error = "HTTP " + std::to_string(a.status);
         if (auto s = s3_error_summary(a.error_body); !s.empty()) last_error += " (" + s + ")";

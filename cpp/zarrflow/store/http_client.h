@@ -41,20 +41,20 @@
 namespace zarrflow {
 
 struct HttpOptions {
-  std::size_t max_in_flight = 64;   // concurrent requests (I/O threads, kept-alive connections)
+  std::size_t max_in_flight = 64;  // concurrent requests (I/O threads, kept-alive connections)
   double connect_timeout_s = 10;
-  double request_timeout_s = 120;   // whole request, per attempt
+  double request_timeout_s = 120;  // whole request, per attempt
   // An attempt slower than min_bytes_per_second for stall_timeout_s (whole seconds, at least 1:
   // libcurl's low-speed check) is a stall: aborted and retried.
   double stall_timeout_s = 20;
   std::uint64_t min_bytes_per_second = 1024;
-  double total_timeout_s = 300;     // one request: every attempt and backoff delay together
+  double total_timeout_s = 300;  // one request: every attempt and backoff delay together
   // The most bytes a whole-value GET accepts when the caller gives no bound of its own, and the
   // most of a value read through to find its last bytes when a server ignores a suffix range.
   std::uint64_t max_object_bytes = std::uint64_t{1} << 30;
   RetryPolicy retry;
   bool verify_tls = true;
-  std::string ca_bundle;            // PEM file; empty = curl's default
+  std::string ca_bundle;  // PEM file; empty = curl's default
 };
 
 // The Range header's value for `r`: "bytes=0-99", or "bytes=-100" for the last 100 bytes. The
@@ -62,9 +62,9 @@ struct HttpOptions {
 std::string range_header_value(const ByteRange& r);
 
 struct HttpRequest {
-  std::string method = "GET";                // GET or HEAD
+  std::string method = "GET";  // GET or HEAD
   std::string url;
-  std::optional<ByteRange> range;            // sent as a Range header (range_header_value)
+  std::optional<ByteRange> range;  // sent as a Range header (range_header_value)
   // Called before every attempt for the request headers (signatures carry the time).
   std::function<std::vector<std::string>()> headers;
   // The most body bytes a whole-value GET may legitimately return (a chunk's largest encoded
@@ -74,18 +74,18 @@ struct HttpRequest {
 
 struct HttpResponse {
   long status = 0;
-  std::uint64_t body_bytes = 0;              // bytes delivered to the sink
-  std::optional<std::uint64_t> total_size;   // of the whole value (Content-Range, -Length, or
-                                             // counted when a whole body was read)
-  std::string error_body;                    // first 4 KiB of a non-2xx body
+  std::uint64_t body_bytes = 0;             // bytes delivered to the sink
+  std::optional<std::uint64_t> total_size;  // of the whole value (Content-Range, -Length, or
+                                            // counted when a whole body was read)
+  std::string error_body;                   // first 4 KiB of a non-2xx body
   int attempts = 0;
 };
 
 // Where a response body goes: caller memory of a fixed size, or a growing Buffer.
 struct BodySink {
-  ByteSpan fixed;           // used when `use_fixed`
+  ByteSpan fixed;  // used when `use_fixed`
   bool use_fixed = false;
-  Buffer grow;              // otherwise
+  Buffer grow;  // otherwise
 };
 
 struct HttpCounters {
@@ -123,7 +123,7 @@ class HttpClient {
   mutable std::mutex mu_;
   mutable std::vector<void*> handles_;  // idle CURL easy handles
   mutable std::condition_variable slot_cv_;
-  mutable std::size_t busy_ = 0;        // transfers running (guarded by mu_)
+  mutable std::size_t busy_ = 0;  // transfers running (guarded by mu_)
   mutable HttpCounters counters_;
   mutable BufferPool pool_;
 };

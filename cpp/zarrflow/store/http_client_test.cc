@@ -127,9 +127,9 @@ CannedServer::Respond ignoring_range(std::string body, bool with_length) {
 }
 
 std::shared_ptr<HttpStore> store_at(const CannedServer& srv, std::string extra = "") {
-  auto s = HttpStore::open_json(R"({"kind": "http", "endpoint": ")" + srv.url() +
-                                R"(/data", "max_attempts": 2, "backoff_base": 0.001)" + extra +
-                                "}");
+  auto s =
+      HttpStore::open_json(R"({"kind": "http", "endpoint": ")" + srv.url() +
+                           R"(/data", "max_attempts": 2, "backoff_base": 0.001)" + extra + "}");
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return *s;
 }
@@ -150,8 +150,7 @@ TEST(HttpClientBounds, AbsurdContentLengthFailsBeforeAnyAllocation) {
   });
   auto store = store_at(srv);
   expect_error(store->get("c/0").status(), ErrorCode::kIoError,
-               {srv.url() + "/data/c/0", "announces 1000000000000000 bytes",
-                "max_object_bytes"});
+               {srv.url() + "/data/c/0", "announces 1000000000000000 bytes", "max_object_bytes"});
   expect_error(store->get_at_most("c/0", 4096).status(), ErrorCode::kIoError,
                {"more than the 4096 bytes this value can have"});
   EXPECT_EQ(srv.requests(), 2);  // a bound violation is not retried
@@ -237,19 +236,23 @@ TEST(HttpClientIgnoredRange, SuffixRangeOfAValueOverTheBoundIsRefused) {
 TEST(HttpClientMisbehaviour, ShiftedAndOverlongRanges) {
   CannedServer srv([](const std::string& req, int fd, const CannedServer&) {
     if (req.find("/late") != std::string::npos)  // starts after the asked offset: refused
-      send_all(fd, "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 11-20/100\r\n"
-                   "Content-Length: 10\r\n\r\n0123456789");
+      send_all(fd,
+               "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 11-20/100\r\n"
+               "Content-Length: 10\r\n\r\n0123456789");
     else if (req.find("/wide") != std::string::npos)  // a wider range than asked: trimmed
-      send_all(fd, "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-19/100\r\n"
-                   "Content-Length: 20\r\n\r\nabcdefghij0123456789");
+      send_all(fd,
+               "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-19/100\r\n"
+               "Content-Length: 20\r\n\r\nabcdefghij0123456789");
     else  // the asked range, then more bytes than it has
-      send_all(fd, "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-19/100\r\n"
-                   "\r\n0123456789extra");
+      send_all(fd,
+               "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-19/100\r\n"
+               "\r\n0123456789extra");
   });
   auto store = store_at(srv);
   const std::vector<ByteRange> asked = {ByteRange::of(10, 10)};
-  expect_error(store->get_ranges("late", asked).status(), ErrorCode::kIoError,
-               {"/data/late (bytes [10, 20))", "different range (bytes 11-20/100 for bytes [10, 20))"});
+  expect_error(
+      store->get_ranges("late", asked).status(), ErrorCode::kIoError,
+      {"/data/late (bytes [10, 20))", "different range (bytes 11-20/100 for bytes [10, 20))"});
   auto wide = store->get_ranges("wide", asked);
   ASSERT_TRUE(wide.ok()) << wide.status().to_string();
   EXPECT_EQ(text((**wide)[0]), "0123456789");
@@ -297,8 +300,8 @@ TEST(HttpStoreListing, RepeatedTokensAndHugePagesEndTheListing) {
         "<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>again"
         "</NextContinuationToken><Contents><Key>k</Key><Size>1</Size></Contents>"
         "</ListBucketResult>";
-    send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
-                     "\r\n\r\n" + body);
+    send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                     body);
   });
   auto s = HttpStore::open_json(R"({"kind": "s3", "endpoint": ")" + srv.url() +
                                 R"(", "bucket": "b", "display": "s3://b"})");
@@ -322,9 +325,9 @@ TEST(HttpStoreIoPool, StartsOnFirstUse) {
 }
 
 TEST(HttpStoreConfig, RejectsBadTransportSettings) {
-  for (const char* bad : {R"("total_timeout": 0)", R"("stall_timeout": -1)",
-                          R"("min_bytes_per_second": -5)", R"("max_object_bytes": 0)",
-                          R"("max_object_bytes": 1.5)"}) {
+  for (const char* bad :
+       {R"("total_timeout": 0)", R"("stall_timeout": -1)", R"("min_bytes_per_second": -5)",
+        R"("max_object_bytes": 0)", R"("max_object_bytes": 1.5)"}) {
     auto s = HttpStore::open_json(std::string(R"({"kind": "http", "endpoint": "http://h", )") +
                                   bad + "}");
     EXPECT_EQ(s.status().code(), ErrorCode::kInvalidArgument) << bad;

@@ -19,11 +19,13 @@ struct ParsedUrl {
 
 Result<ParsedUrl> parse_url(std::string_view url) {
   const std::size_t colon = url.find("://");
-  if (colon == std::string_view::npos) return invalid_argument("not a URL: '" + std::string(url) + "'");
+  if (colon == std::string_view::npos)
+    return invalid_argument("not a URL: '" + std::string(url) + "'");
   ParsedUrl u;
   u.scheme = std::string(url.substr(0, colon));
   if (u.scheme != "http" && u.scheme != "https")
-    return invalid_argument("unsupported URL scheme '" + u.scheme + "' in '" + std::string(url) + "'");
+    return invalid_argument("unsupported URL scheme '" + u.scheme + "' in '" + std::string(url) +
+                            "'");
   std::string_view rest = url.substr(colon + 3);
   const std::size_t slash = rest.find('/');
   u.host = std::string(rest.substr(0, slash));
@@ -35,12 +37,18 @@ Result<ParsedUrl> parse_url(std::string_view url) {
 
 std::string http_reason(long status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 405: return "Method Not Allowed";
-    case 416: return "Range Not Satisfiable";
-    default: return "";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 405:
+      return "Method Not Allowed";
+    case 416:
+      return "Range Not Satisfiable";
+    default:
+      return "";
   }
 }
 
@@ -50,8 +58,9 @@ Status status_error(const std::string& what, const HttpResponse& r, bool unsigne
   if (auto reason = http_reason(r.status); !reason.empty()) msg += " " + reason;
   if (auto s3 = s3_error_summary(r.error_body); !s3.empty()) msg += " (" + s3 + ")";
   if ((r.status == 403 || r.status == 401) && unsigned_object_store)
-    msg += "; the request was unsigned (no credentials found: pass key/secret, set "
-           "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE)";
+    msg +=
+        "; the request was unsigned (no credentials found: pass key/secret, set "
+        "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE)";
   else if (r.status == 403 || r.status == 401)
     msg += "; check the credentials and their permissions";
   if (r.status == 416) return corrupt_data(msg + ": the value is shorter than its index says");
@@ -64,8 +73,7 @@ Result<std::uint64_t> byte_count(const nlohmann::json& j, const char* name,
   const auto it = j.find(name);
   if (it == j.end()) return fallback;
   if (it->is_number_unsigned()) return it->get<std::uint64_t>();
-  return invalid_argument(std::string(name) + " must be a non-negative integer, not " +
-                          it->dump());
+  return invalid_argument(std::string(name) + " must be a non-negative integer, not " + it->dump());
 }
 
 }  // namespace
@@ -103,10 +111,14 @@ Result<std::shared_ptr<HttpStore>> HttpStore::open_json(std::string_view text) {
   RemoteConfig c;
   try {
     const std::string kind = j.value("kind", "http");
-    if (kind == "http") c.kind = RemoteConfig::Kind::kHttp;
-    else if (kind == "s3") c.kind = RemoteConfig::Kind::kS3;
-    else if (kind == "gcs") c.kind = RemoteConfig::Kind::kGcs;
-    else return invalid_argument("unknown remote store kind '" + kind + "'");
+    if (kind == "http")
+      c.kind = RemoteConfig::Kind::kHttp;
+    else if (kind == "s3")
+      c.kind = RemoteConfig::Kind::kS3;
+    else if (kind == "gcs")
+      c.kind = RemoteConfig::Kind::kGcs;
+    else
+      return invalid_argument("unknown remote store kind '" + kind + "'");
     c.endpoint = j.value("endpoint", "");
     c.bucket = j.value("bucket", "");
     c.prefix = j.value("prefix", "");
@@ -125,8 +137,7 @@ Result<std::shared_ptr<HttpStore>> HttpStore::open_json(std::string_view text) {
     ZF_ASSIGN_OR_RETURN(h.min_bytes_per_second,
                         byte_count(j, "min_bytes_per_second", h.min_bytes_per_second));
     h.total_timeout_s = j.value("total_timeout", h.total_timeout_s);
-    ZF_ASSIGN_OR_RETURN(h.max_object_bytes,
-                        byte_count(j, "max_object_bytes", h.max_object_bytes));
+    ZF_ASSIGN_OR_RETURN(h.max_object_bytes, byte_count(j, "max_object_bytes", h.max_object_bytes));
     h.retry.max_attempts = j.value("max_attempts", h.retry.max_attempts);
     h.retry.base_delay_s = j.value("backoff_base", h.retry.base_delay_s);
     h.retry.max_delay_s = j.value("backoff_max", h.retry.max_delay_s);
@@ -138,10 +149,10 @@ Result<std::shared_ptr<HttpStore>> HttpStore::open_json(std::string_view text) {
     return invalid_argument(std::string("remote store configuration: ") + e.what());
   }
   if (c.http.retry.max_attempts < 1) return invalid_argument("max_attempts must be at least 1");
-  for (const auto& [name, seconds] :
-       {std::pair{"connect_timeout", c.http.connect_timeout_s},
-        {"request_timeout", c.http.request_timeout_s}, {"stall_timeout", c.http.stall_timeout_s},
-        {"total_timeout", c.http.total_timeout_s}})
+  for (const auto& [name, seconds] : {std::pair{"connect_timeout", c.http.connect_timeout_s},
+                                      {"request_timeout", c.http.request_timeout_s},
+                                      {"stall_timeout", c.http.stall_timeout_s},
+                                      {"total_timeout", c.http.total_timeout_s}})
     if (!(seconds > 0)) return invalid_argument(std::string(name) + " must be positive seconds");
   if (c.http.max_object_bytes == 0) return invalid_argument("max_object_bytes must be positive");
   if (c.http.max_in_flight > 4096) return invalid_argument("max_in_flight is limited to 4096");
@@ -198,8 +209,9 @@ HttpRequest HttpStore::request(const Target& t, std::string method,
       s.host = t.host;
       s.canonical_uri = t.path;
       s.query = t.query;
-      s.region = config_.kind == RemoteConfig::Kind::kGcs && config_.region.empty() ? "auto"
-                                                                                      : config_.region;
+      s.region = config_.kind == RemoteConfig::Kind::kGcs && config_.region.empty()
+                     ? "auto"
+                     : config_.region;
       if (range) s.range = range_header_value(*range);
       s.when = std::time(nullptr);
       return sigv4_headers(s, config_.credentials);
@@ -209,8 +221,7 @@ HttpRequest HttpStore::request(const Target& t, std::string method,
 }
 
 Result<std::optional<HttpResponse>> HttpStore::fetch(std::string_view key, std::string method,
-                                                     std::optional<ByteRange> range,
-                                                     BodySink& sink,
+                                                     std::optional<ByteRange> range, BodySink& sink,
                                                      std::optional<std::uint64_t> max_bytes) const {
   ZF_RETURN_IF_ERROR(validate_key(key));
   const std::string what =
@@ -257,8 +268,8 @@ Result<bool> HttpStore::read_range_into(std::string_view key, std::uint64_t offs
   if (dst.empty()) {
     ZF_ASSIGN_OR_RETURN(auto s, size(key));
     if (!s) return false;
-    if (offset > *s) return corrupt_data(describe_key(key) + " is shorter than offset " +
-                                         std::to_string(offset));
+    if (offset > *s)
+      return corrupt_data(describe_key(key) + " is shorter than offset " + std::to_string(offset));
     return true;
   }
   BodySink sink;

@@ -34,9 +34,9 @@ struct RemoteConfig {
   // kS3/kGcs: the service endpoint ("https://s3.eu-west-1.amazonaws.com", "http://127.0.0.1:9000",
   // "https://storage.googleapis.com").
   std::string endpoint;
-  std::string bucket;          // kS3/kGcs
-  std::string prefix;          // key prefix of the store inside the bucket ("" = bucket root)
-  bool virtual_host = false;   // https://bucket.host/key instead of https://host/bucket/key
+  std::string bucket;         // kS3/kGcs
+  std::string prefix;         // key prefix of the store inside the bucket ("" = bucket root)
+  bool virtual_host = false;  // https://bucket.host/key instead of https://host/bucket/key
   std::string region = "us-east-1";
   AwsCredentials credentials;  // empty access key = anonymous (unsigned requests)
   std::string bearer_token;    // GCS OAuth token
@@ -106,7 +106,8 @@ class HttpStore final : public Store {
   Result<std::optional<HttpResponse>> fetch(std::string_view key, std::string method,
                                             std::optional<ByteRange> range, BodySink& sink,
                                             std::optional<std::uint64_t> max_bytes = {}) const;
-  // Every page of ListObjectsV2 below `prefix` (a bucket key prefix), with or without '/' delimiter.
+  // Every page of ListObjectsV2 below `prefix` (a bucket key prefix), with or without '/'
+  // delimiter.
   Result<S3ListPage> list_objects(const std::string& prefix, bool delimited) const;
 
   RemoteConfig config_;

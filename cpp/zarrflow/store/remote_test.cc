@@ -147,7 +147,8 @@ TEST(S3Xml, ListPageAndEntities) {
   EXPECT_EQ(page->continuation_token, "tok&1");
   EXPECT_FALSE(parse_s3_list("<html>proxy error</html>").ok());
   EXPECT_FALSE(parse_s3_list("<ListBucketResult><Contents><Key>k</Key><Size>x</Size></Contents>"
-                             "</ListBucketResult>").ok());
+                             "</ListBucketResult>")
+                   .ok());
   EXPECT_EQ(s3_error_summary("<Error><Code>AccessDenied</Code><Message>no &lt;3</Message></Error>"),
             "AccessDenied: no <3");
   EXPECT_EQ(s3_error_summary("plain text"), "");
@@ -175,7 +176,8 @@ TEST(S3Xml, HostileBodiesStayBounded) {
   EXPECT_TRUE(page->objects.empty());
 
   std::string many = head;
-  for (int i = 0; i < 100000; ++i) many += "<Contents><Key>k" + std::to_string(i) + "</Key><Size>7</Size></Contents>";
+  for (int i = 0; i < 100000; ++i)
+    many += "<Contents><Key>k" + std::to_string(i) + "</Key><Size>7</Size></Contents>";
   page = parse_s3_list(many + tail);
   ASSERT_TRUE(page.ok()) << page.status().to_string();
   EXPECT_EQ(page->objects.size(), 100000u);

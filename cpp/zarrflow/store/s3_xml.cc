@@ -63,16 +63,22 @@ std::string xml_unescape(std::string_view s) {
       continue;
     }
     const std::string_view ent = s.substr(i + 1, semi - i - 1);
-    if (ent == "amp") out.push_back('&');
-    else if (ent == "lt") out.push_back('<');
-    else if (ent == "gt") out.push_back('>');
-    else if (ent == "quot") out.push_back('"');
-    else if (ent == "apos") out.push_back('\'');
+    if (ent == "amp")
+      out.push_back('&');
+    else if (ent == "lt")
+      out.push_back('<');
+    else if (ent == "gt")
+      out.push_back('>');
+    else if (ent == "quot")
+      out.push_back('"');
+    else if (ent == "apos")
+      out.push_back('\'');
     else if (ent.size() > 1 && ent[0] == '#') {
       const bool hex = ent[1] == 'x' || ent[1] == 'X';
       const std::string_view digits = ent.substr(hex ? 2 : 1);
       std::uint32_t cp = 0;
-      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
+      auto [p, ec] =
+          std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
       if (ec != std::errc() || p != digits.data() + digits.size() || cp == 0 || cp > 0x10FFFF ||
           (cp >= 0xD800 && cp <= 0xDFFF)) {
         out.push_back(s[i]);
