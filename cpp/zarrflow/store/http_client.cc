@@ -113,8 +113,12 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
       a.total_size = parse_u64(v.substr(slash + 1));
       const std::size_t dash = v.find('-');
       if (!v.empty() && v.front() != '*' && dash != std::string_view::npos && dash < slash) {
-        a.range_start = parse_u64(v.substr(0, dash));
-        a.range_end = parse_u64(v.substr(dash + 1, slash - dash - 1));
+        const auto start = parse_u64(v.substr(0, dash));
+        const auto end = parse_u64(v.substr(dash + 1, slash - dash - 1));
+        if (start && end) {  // both or neither
+          a.range_start = start;
+          a.range_end = end;
+        }
       }
     }
   } else if (iequals_prefix(line, "retry-after:")) {
@@ -145,9 +149,12 @@ void grow_to(Attempt& a, std::uint64_t need, std::uint64_t limit) {
 // A 206's Content-Range must cover what was asked, as far as the value reaches: a range that
 // starts later, ends sooner, or is not the value's last bytes for a suffix range is refused.
 Status check_content_range(const Attempt& a) {
-  if (!a.range_start || !a.range_end || *a.range_end < *a.range_start) return {};
+  if (!a.range_start || !a.range_end) return {};  // no Content-Range: the body is the ask
   const ByteRange& r = *a.range;
   const std::uint64_t start = *a.range_start, end = *a.range_end;
+  if (end < start || (a.total_size && end >= *a.total_size))
+    return io_error("the server sent a malformed Content-Range (bytes " + std::to_string(start) +
+                    "-" + std::to_string(end) + ")");
   bool covers;
   if (r.suffix) {
     covers = a.total_size && end + 1 == *a.total_size &&
@@ -199,7 +206,7 @@ Status begin_body(Attempt& a) {
     a.mode = BodyMode::kWindow;
     a.keep = a.range->length;
     if (a.status == 206) {
-      if (Status s = check_content_range(a); !s.ok()) return s;
+      if (Status bad = check_content_range(a); !bad.ok()) return bad;
       if (!a.range->suffix && a.range_start) {
         a.skip = a.range->offset - *a.range_start;  // a wider range than asked: trim it
         a.more_expected = a.range_end && *a.range_end >= a.range->offset + a.keep;

@@ -277,6 +277,37 @@ TEST(HttpClientMisbehaviour, EndlessErrorBodiesAndHeaders) {
                {"/data/busy", "HTTP 503", "2 attempts"});
 }
 
+// Malformed or contradictory headers: correct data where the body is what was asked, otherwise
+// an error naming the URL; never a crash or an allocation from a header.
+TEST(HttpClientMisbehaviour, GarbageHeaders) {
+  const std::vector<std::string> heads = {
+      "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes banana\r\nContent-Length: 10\r\n",
+      "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-19/100\r\n"
+      "Content-Length: 18446744073709551616\r\n",
+      "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 10-19/100\r\nContent-Length: -1\r\n",
+      "HTTP/1.1 206 Partial Content\r\nno colon here\r\nContent-Range: bytes 10-19/100\r\n",
+      "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 19-10/100\r\n",
+      "HTTP/1.1 999 What\r\nRetry-After: 99999999999999999999999\r\nContent-Length: 0\r\n",
+      "HTTP/1.1 abc\r\n",
+      "HTTP/1.1 200\r\nContent-Length: 10\r\nContent-Length: 20\r\n",
+  };
+  for (const std::string& head : heads) {
+    CannedServer srv([&head](const std::string&, int fd, const CannedServer&) {
+      send_all(fd, head + "\r\n0123456789");
+    });
+    auto store = store_at(srv, R"(, "backoff_max": 0.01)");
+    auto got = store->get_ranges("k", std::vector{ByteRange::of(10, 10)});
+    if (got.ok()) {
+      ASSERT_TRUE(got->has_value()) << head;
+      EXPECT_EQ(text((**got)[0]), "0123456789") << head;
+    } else {
+      EXPECT_EQ(got.status().code(), ErrorCode::kIoError) << head << got.status().to_string();
+      EXPECT_NE(got.status().message().find(srv.url() + "/data/k"), std::string::npos)
+          << got.status().to_string();
+    }
+  }
+}
+
 TEST(HttpClientDeadline, RetriesEndAtTheTotalTimeout) {
   CannedServer srv([](const std::string&, int fd, const CannedServer&) {
     send_all(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
