@@ -123,7 +123,7 @@ nb::dict http_stats(const HttpStore& s) {
   d["bytes"] = c.bytes.load();
   d["in_flight"] = c.in_flight.load();
   d["max_in_flight"] = c.max_in_flight.load();
-  d["io_threads"] = s.io_pool()->size();
+  d["io_threads"] = s.io_threads();
   return d;
 }
 
