@@ -226,7 +226,7 @@ def test_units_cover_source_chunks_and_write_blocks():
     (Options(codec="lzma"), "unknown codec"),
     (Options(codec="zstd:99"), "out of range"),
     (Options(chunks={"time": 0}), ">= 1"),
-    (Options(arrays=("nope",)), "no array named nope"),
+    (Options(arrays=("nope",)), r"unknown array .nope. \(known: 2m_temperature"),
     (Options(stack=("nope",)), "unknown variable"),
     (Options(stack=("geopotential",)), "say which one"),
     (Options(memory=1000), "does not fit in --memory"),
