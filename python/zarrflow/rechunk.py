@@ -519,6 +519,9 @@ def _open_copy(stage: Staging, p: ArrayPlan, opts: Options):
 
     path = _copy_dir(stage, p)
     meta = ".zarray" if opts.zarr_format == 2 else "zarr.json"
+    moved = _node_dir(stage.store, p.name)
+    if not (path / meta).exists() and (moved / meta).exists():
+        return zarr.open_array(str(moved), mode="r+")  # an interrupted finalisation moved it in
     if not (path / meta).exists():
         attrs = dict(p.attrs)
         kwargs: dict = {}
@@ -777,6 +780,8 @@ def _run_units(stage: Staging, plans: list[ArrayPlan], mine: list, opts: Options
         done.update(line for line in f.read_text().splitlines() if line)
     todo = [w for w in mine if f"{w[0].name}:{w[1]}" not in done]
     report.units, report.skipped = len(todo), len(mine) - len(todo)
+    if not todo:
+        return
     try:
         output = _Output(stage, plans, opts)
     except (OSError, ValueError) as e:  # tensorstore reports I/O failures as ValueError
