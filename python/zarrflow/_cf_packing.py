@@ -1,9 +1,13 @@
 """CF packing as xarray decodes it (``mask_and_scale``), for ``rechunk --decode-cf`` and stacking.
 
-An array is CF-encoded when it carries ``scale_factor`` or ``add_offset`` (packed), or an
-explicit ``_FillValue`` or ``missing_value`` attribute. Decoding masks the raw values equal to
-``_FillValue`` (in Zarr v2 stores the array's ``fill_value``, where xarray keeps it; in v3 the
-attribute, base64-encoded for floats as xarray writes it) or to ``missing_value`` → NaN, then
+Where xarray keeps ``_FillValue``: in Zarr v2 it is the array's ``fill_value``; in v3 an
+attribute (base64 of a little-endian float64 for floating-point arrays), the v3 ``fill_value``
+being storage only.
+
+An array is CF-encoded when it carries ``scale_factor`` or ``add_offset`` (packed), an explicit
+``_FillValue`` or ``missing_value`` attribute, or, in v2, is floating-point with a ``fill_value``
+other than NaN (integer v2 arrays with only a ``fill_value``, such as coordinates, and float
+arrays whose only missing value is NaN are left as they are). Decoding masks the raw values equal to ``_FillValue`` or ``missing_value`` → NaN, then
 applies ``raw * scale_factor + add_offset``, both in the float type xarray picks (float64 for
 packed data, whose attributes JSON holds as float64), and casts the result to the requested type. ``_Unsigned = "true"``
 reinterprets signed integers as unsigned first. CF time variables (``units`` "... since ...")
@@ -107,11 +111,17 @@ def packing_of(attrs: dict, dtype: np.dtype, zarr_format: int, fill_value) -> Pa
         return None
     scale, offset = _scalar(attrs.get("scale_factor")), _scalar(attrs.get("add_offset"))
     fill, miss = attrs.get("_FillValue"), attrs.get("missing_value")
-    if scale is None and offset is None and fill is None and miss is None:
+    v2_fill = None
+    if zarr_format == 2 and fill_value is not None and fill is None:
+        v2_fill = float(fill_value)  # xarray reads a v2 fill_value as _FillValue
+    float_mask = dtype.kind == "f" and v2_fill is not None and not math.isnan(v2_fill)
+    if scale is None and offset is None and fill is None and miss is None and not float_mask:
         return None
     missing = _fill_attr(fill, dtype) + _fill_attr(miss, dtype)
-    if zarr_format == 2 and fill_value is not None and fill is None:
-        missing += [float(fill_value)]  # xarray reads a v2 fill_value as _FillValue
+    if v2_fill is not None:
+        missing.append(v2_fill)
+    if scale is None and offset is None and dtype.kind == "f" and all(map(math.isnan, missing)):
+        return None  # NaN marks missing already: nothing to decode (xarray's default for floats)
     unsigned = str(attrs.get("_Unsigned", "")).lower() == "true"
     return Packing(scale, offset, tuple(dict.fromkeys(missing)), unsigned)
 
@@ -119,3 +129,35 @@ def packing_of(attrs: dict, dtype: np.dtype, zarr_format: int, fill_value) -> Pa
 def decoded_attrs(attrs: dict, packing: Packing) -> dict:
     drop = ENCODING_ATTRS + (PACKED_RANGE_ATTRS if packing.packed else ())
     return {k: v for k, v in attrs.items() if k not in drop}
+
+
+def _xarray_v3_fill(value: float, dtype: np.dtype):
+    """``_FillValue`` as xarray writes it into a v3 attribute."""
+    if dtype.kind == "f":
+        return base64.standard_b64encode(struct.pack("<d", float(value))).decode()
+    return int(value)
+
+
+def carry_fill(attrs: dict, dtype: np.dtype, fill_value, source_format: int,
+               output_format: int) -> tuple[dict, object]:
+    """(attributes, fill_value) for an array kept as it is but written in `output_format`, so
+    that xarray masks the same values in the output as in the source:
+
+    * v2 → v3: a v2 ``fill_value`` is xarray's ``_FillValue``; v3 keeps that in an attribute.
+    * v3 → v2: a ``_FillValue`` attribute becomes the v2 ``fill_value``; without one, a zero fill
+      becomes null (missing chunks still read as zeros), since xarray takes a v2 ``fill_value`` as
+      a mask and would hide every real 0 (time 0, the equator).
+    """
+    if source_format == output_format or dtype.kind not in "iuf":
+        return attrs, fill_value
+    attrs = dict(attrs)
+    if output_format == 3:
+        if fill_value is not None and "_FillValue" not in attrs and not (
+                dtype.kind == "f" and math.isnan(float(fill_value))):
+            attrs["_FillValue"] = _xarray_v3_fill(fill_value, dtype)
+        return attrs, fill_value
+    if "_FillValue" in attrs:
+        return attrs, _fill_attr(attrs.pop("_FillValue"), dtype)[0]
+    if fill_value is not None and not np.asarray(fill_value).any():
+        return attrs, None
+    return attrs, fill_value

@@ -39,7 +39,7 @@ import numpy as np
 
 from . import errors
 from ._api import Array, Group, open as zf_open
-from ._cf_packing import Packing, decoded_attrs, packing_of
+from ._cf_packing import Packing, carry_fill, decoded_attrs, packing_of
 from ._codec_choice import CodecChoice
 from ._names import unknown_name
 from ._progress import Progress
@@ -93,7 +93,6 @@ class ArrayPlan:
     attrs: dict
     read: Callable[[tuple[slice, ...]], np.ndarray]
     source_chunks: tuple[int, ...]
-    source_format: int = 3
     writer: str = "tensorstore"  # or "zarr" (zarr-python: data types tensorstore cannot write)
     extra_itemsize: int = 0  # bytes per element held besides the result while reading (raw data)
 
@@ -181,8 +180,7 @@ def _asked(dims, default, per_dim: dict[str, int], what: str, name: str) -> tupl
 
 
 def _finish_plan(name, shape, dtype, dims, fill, attrs, read, source_chunks, opts: Options,
-                 source_format: int = 3, writer: str = "tensorstore",
-                 extra_itemsize: int = 0) -> ArrayPlan:
+                 writer: str = "tensorstore", extra_itemsize: int = 0) -> ArrayPlan:
     chunks = tuple(max(1, min(c, n)) for c, n in
                    zip(_asked(dims, source_chunks, opts.chunks, "chunk", name), shape))
     shards = None
@@ -195,7 +193,7 @@ def _finish_plan(name, shape, dtype, dims, fill, attrs, read, source_chunks, opt
                 raise RechunkError(f"rechunk: {name!r}: chunk {c} does not divide shard {s} along "
                                    f"{d!r} (chunks {chunks}, shards {shards})")
     return ArrayPlan(name, tuple(shape), dtype, dims, chunks, shards, fill, attrs, read,
-                     tuple(source_chunks), source_format, writer, extra_itemsize)
+                     tuple(source_chunks), writer, extra_itemsize)
 
 
 def _walk(node: Group, groups: dict[str, dict],
@@ -228,19 +226,21 @@ def _array_plan(name: str, src: _Source, opts: Options) -> ArrayPlan:
     attrs = _clean_attrs(src.attrs)
     if not _writable_by_tensorstore(src.dtype):  # datetimes, strings: copied as they are
         return _finish_plan(name, src.shape, src.dtype, src.dims, src.fill_value, attrs, src.read,
-                            src.chunks, opts, src.zarr_format, writer="zarr")
+                            src.chunks, opts, writer="zarr")
     packing = (packing_of(src.attrs, src.dtype, src.zarr_format, src.fill_value)
                if opts.decode_cf else None)
     if packing is None:
-        return _finish_plan(name, src.shape, src.dtype, src.dims, src.fill_value, attrs, src.read,
-                            src.chunks, opts, src.zarr_format)
+        attrs, fill = carry_fill(attrs, src.dtype, src.fill_value, src.zarr_format,
+                                 opts.zarr_format)
+        return _finish_plan(name, src.shape, src.dtype, src.dims, fill, attrs, src.read,
+                            src.chunks, opts)
     out = _decoded_dtype(opts)
 
     def read(region, raw=src.read, packing=packing):
         return packing.decode(raw(region), out)
 
     return _finish_plan(name, src.shape, out, src.dims, float("nan"),
-                        decoded_attrs(attrs, packing), read, src.chunks, opts, src.zarr_format,
+                        decoded_attrs(attrs, packing), read, src.chunks, opts,
                         extra_itemsize=src.dtype.itemsize)
 
 
@@ -355,8 +355,13 @@ def _check_request(opts: Options) -> None:
     CodecChoice.parse(opts.codec, "rechunk")
 
 
-def _check_dims(plans: list[ArrayPlan], opts: Options) -> None:
-    """--chunks / --shards name only dimensions some output array has."""
+def _check_plans(plans: list[ArrayPlan], opts: Options) -> None:
+    """--chunks / --shards name only dimensions some output array has; every data type has a
+    name in the output format."""
+    for p in plans:
+        if opts.zarr_format == 2 and p.dtype.name == "bfloat16":
+            raise RechunkError(f"rechunk: {p.name or 'the array'!r} is bfloat16, which Zarr v2 "
+                               "has no data type for; write Zarr v3")
     known = list(dict.fromkeys(d for p in plans for d in (p.dims or ())))
     for flag, asked in (("--chunks", opts.chunks), ("--shards", opts.shards or {})):
         for d in asked:
@@ -386,7 +391,7 @@ def plan(source: str | os.PathLike, opts: Options) -> tuple[list[ArrayPlan], dic
             raise RechunkError("rechunk --stack needs a group (arrays plus coordinates)")
         src = _from_zarrflow(root) if isinstance(root, Array) else root
         plans = [_array_plan("", src, opts)]
-        _check_dims(plans, opts)
+        _check_plans(plans, opts)
         return plans, {}
     plans, consumed = [], set()
     if opts.stack:
@@ -417,7 +422,7 @@ def plan(source: str | os.PathLike, opts: Options) -> tuple[list[ArrayPlan], dic
     if opts.stack and opts.stack_name in {p.name for p in plans[1:]}:
         raise RechunkError(f"rechunk --stack-name: {opts.stack_name!r} is also the name of an "
                            "array the output keeps; choose another")
-    _check_dims(plans, opts)
+    _check_plans(plans, opts)
     ancestors = {"/".join(p.name.split("/")[:k]) for p in plans
                  for k in range(p.name.count("/") + 1)}
     return plans, {g: a for g, a in groups.items() if g in ancestors}
@@ -459,14 +464,9 @@ def _ts_spec(root: Path, p: ArrayPlan, opts: Options) -> dict:
     choice = CodecChoice.parse(opts.codec, "rechunk")
     path = str(root / p.name) if p.name else str(root)
     if opts.zarr_format == 2:
-        fill = p.fill_value
-        if p.source_format == 3 and fill is not None and not np.asarray(fill).any():
-            # v3 → v2: a zero fill becomes null (missing chunks still read as zeros), since xarray
-            # takes a v2 fill_value as a mask and would hide every real 0 (time 0, the equator).
-            fill = None
         meta = {"shape": list(p.shape), "chunks": list(p.chunks), "dtype": p.dtype.newbyteorder("<").str
                 if p.dtype.itemsize > 1 else p.dtype.str,
-                "compressor": choice.v2_compressor(), "fill_value": _fill_json(fill, p.dtype),
+                "compressor": choice.v2_compressor(), "fill_value": _fill_json(p.fill_value, p.dtype),
                 "order": "C", "filters": None}
         return {"driver": "zarr", "kvstore": {"driver": "file", "path": path}, "metadata": meta}
     inner = [{"name": "bytes", "configuration": {"endian": "little"}}] + choice.v3_codecs(p.dtype.itemsize)
