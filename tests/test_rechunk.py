@@ -195,7 +195,8 @@ def test_existing_output_and_overwrite(wb2, tmp_path):
 
 
 def test_single_array_and_subset(wb2, tmp_path):
-    rechunk(wb2 / "temperature", tmp_path / "t.zarr", Options(chunks={"time": 5}), progress=False)
+    rechunk(wb2 / "temperature", tmp_path / "t.zarr", Options(chunks={"time": 5}, verify=True),
+            progress=False)
     t = zarrflow.open_array(tmp_path / "t.zarr")
     assert t.chunks == (5, 1, NLAT, NLON)
     assert same_bytes(t[...], zarrflow.open_array(wb2 / "temperature")[...])

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,14 +31,16 @@ OPTS = Options(chunks={"time": 1}, verify=True, threads=2)
 OLD_OPTS = Options(chunks={"time": 4}, codec="none")
 ARRAYS = ("t2m", "time", "lat", "sub/x")
 
-# Run by the killed process: the request of OPTS, with the exchange of paths turned off on ask.
+# Run by the killed process: the request of OPTS (in the Zarr format asked), with the exchange
+# of paths turned off on ask.
 SCRIPT = """
 import sys
 import zarrflow._rechunk_commit as commit
 from zarrflow.rechunk import Options, rechunk
 if sys.argv[3] == "aside":
     commit.rename_exchange = lambda a, b: False
-rechunk(sys.argv[1], sys.argv[2], Options(chunks={"time": 1}, verify=True, threads=2),
+rechunk(sys.argv[1], sys.argv[2], Options(chunks={"time": 1}, verify=True, threads=2,
+                                          zarr_format=int(sys.argv[4])),
         overwrite=sys.argv[3] != "fresh", progress=False)
 """
 
@@ -60,10 +63,11 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     x = g.create_group("sub").create_array("x", shape=(4, 2), chunks=(4, 2), dtype="int16",
                                            dimension_names=["time", "y"])
     x[...] = np.arange(8, dtype="int16").reshape(4, 2)
-    expected, old = base / "expected.zarr", base / "old.zarr"
+    expected, expected2, old = base / "expected.zarr", base / "expected2.zarr", base / "old.zarr"
     rechunk(src, expected, OPTS, progress=False)
+    rechunk(src, expected2, replace(OPTS, zarr_format=2), progress=False)
     rechunk(src, old, OLD_OPTS, progress=False)
-    return {"src": src, "expected": expected, "old": old}
+    return {"src": src, "expected": expected, "expected2": expected2, "old": old}
 
 
 def _contents(path: Path) -> dict[str, np.ndarray] | None:
@@ -99,23 +103,26 @@ def _cases():
     swap = ("marked-complete", "exchanged", "old-aside", "renamed", "old-deleted")
     for step in CRASH_STEPS:
         if step not in ("exchanged", "old-aside"):
-            yield step, "fresh"
+            yield step, "fresh", 3
         if step != "old-aside":
-            yield step, "exchange"
+            yield step, "exchange", 3
         if step in swap and step != "exchanged":
-            yield step, "aside"
+            yield step, "aside", 3
+    for step in ("unit-recorded", "arrays-metadata-written", "root-metadata-written"):
+        yield step, "fresh", 2  # v2: .zattrs, .zgroup and .zmetadata at the root
 
 
-@pytest.mark.parametrize("step, mode", list(_cases()))
-def test_killed_at_every_step_then_rerun(stores, tmp_path, step, mode):
+@pytest.mark.parametrize("step, mode, fmt", list(_cases()))
+def test_killed_at_every_step_then_rerun(stores, tmp_path, step, mode, fmt):
     dest = tmp_path / "out.zarr"
     stage = Staging(dest)
-    new, old = _contents(stores["expected"]), _contents(stores["old"])
+    new = _contents(stores["expected" if fmt == 3 else "expected2"])
+    old = _contents(stores["old"])
     if mode != "fresh":
         shutil.copytree(stores["old"], dest)
     env = dict(os.environ, ZARRFLOW_RECHUNK_CRASH_AT=step)
-    r = subprocess.run([sys.executable, "-c", SCRIPT, str(stores["src"]), str(dest), mode],
-                       env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", SCRIPT, str(stores["src"]), str(dest), mode,
+                        str(fmt)], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == CRASH_EXIT_STATUS, r.stderr
 
     # What readers can see now.
@@ -138,7 +145,8 @@ def test_killed_at_every_step_then_rerun(stores, tmp_path, step, mode):
         assert _same(dest_now, old) or _same(dest_now, new), f"{step}: {dest} lost"
 
     # The same request again finishes the job.
-    rep = rechunk(stores["src"], dest, OPTS, overwrite=mode != "fresh", progress=False)
+    rep = rechunk(stores["src"], dest, replace(OPTS, zarr_format=fmt), overwrite=mode != "fresh",
+                  progress=False)
     assert rep.finalized or (step in ("renamed", "old-deleted") and not stage.root.exists())
     assert _same(_contents(dest), new)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.zarr"]
@@ -146,7 +154,7 @@ def test_killed_at_every_step_then_rerun(stores, tmp_path, step, mode):
 
 
 def test_every_step_is_reached_by_some_case():
-    assert {s for s, _ in _cases()} == set(CRASH_STEPS)
+    assert {s for s, _, _ in _cases()} == set(CRASH_STEPS)
 
 
 # --------------------------------------------------------------------------------------------

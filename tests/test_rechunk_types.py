@@ -268,3 +268,16 @@ def test_an_array_no_reader_can_read_is_left_out_with_a_warning(tmp_path):
     assert "zarrflow: warning: rechunk: array 'odd' is left out" in r.stderr
     with pytest.raises(errors.ZarrflowError, match=r"cannot read 'odd'.*made_up_codec"):
         rechunk(src, tmp_path / "asked.zarr", Options(arrays=("odd",)), progress=False)
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_a_single_datetime_array(tmp_path, fmt):
+    src = tmp_path / "t.zarr"
+    times = np.arange(5).astype("datetime64[h]").astype("datetime64[s]")
+    zarr.create_array(str(src), shape=(5,), chunks=(5,), dtype=times.dtype, zarr_format=3,
+                      dimension_names=["time"])[...] = times
+    dst = tmp_path / "out.zarr"
+    rechunk(src, dst, Options(chunks={"time": 2}, zarr_format=fmt, verify=True), progress=False)
+    out = zarr.open_array(str(dst), mode="r")
+    assert out.chunks == (2,) and np.array_equal(out[...], times)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.zarr", "t.zarr"]
