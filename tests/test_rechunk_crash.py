@@ -253,12 +253,27 @@ def test_a_finaliser_that_was_taken_over_stops(tmp_path):
         claim.release()
 
 
-def test_cleanup_killed_after_the_plan_went_leaves_nothing_that_blocks_a_rerun(stores, tmp_path):
+def test_leftovers_of_a_kill_before_or_after_the_plan_do_not_block_a_rerun(stores, tmp_path):
     dest = tmp_path / "o.zarr"
     stage = Staging(dest)
-    (stage.journal / "view").mkdir(parents=True)  # an emptied leftover: folders, no files
+    (stage.journal / "view").mkdir(parents=True)  # emptied folders and the last claim
+    (stage.journal / "finalizing.0").write_text(json.dumps(_other_host()))
+    (stage.journal / ".plan.123.456.tmp").write_text("digest")  # killed before its link
     rep = rechunk(stores["src"], dest, OPTS, progress=False)
     assert rep.finalized and not stage.root.exists()
+
+
+def test_a_claim_won_after_another_finaliser_began_its_cleanup_writes_nothing(tmp_path):
+    stage = Staging(tmp_path / "o.zarr")
+    stage.journal.mkdir(parents=True)
+    stage.plan_file.write_text("digest")  # no part markers any more, no completion record
+
+    def write_metadata(still_mine):
+        raise AssertionError("metadata written after the store was swapped in")
+
+    done, why = commit.finalise(stage, "digest", 2, False, 60, write_metadata)
+    assert not done and why == "finalised by another process"
+    assert sorted(p.name for p in stage.journal.iterdir()) == ["plan"]
 
 
 def test_rename_exchange_swaps_two_folders(tmp_path):

@@ -4,7 +4,7 @@ at any instant.
 While a rechunk runs, everything lives under ``<dest>.partial/``, which is never a Zarr node::
 
     <dest>.partial/
-        journal/          plan, done-* unit logs, part-*.done, finalisation claims, complete
+        journal/          plan (+ completion record), done-* logs, part-*.done, claims
         journal/view/     what --verify reads back (metadata plus hard links of written chunks)
         journal/copies/   arrays written through zarr-python (datetimes, strings) until the end
         store/            the output tree: chunk files only until finalisation
@@ -16,11 +16,12 @@ No metadata exists under ``store/`` until every unit of every part is written, s
 Finalisation, by the one process that holds the claim (steps in :data:`CRASH_STEPS` order):
 
 1. the metadata of every array and sub-group, then of the root (only now is ``store/`` a store);
-2. ``journal/complete`` records the identity (device, inode) of ``store/``;
+2. the plan file gains a completion record: the identity (device, inode) of ``store/``;
 3. the swap: ``store/`` is renamed to ``<dest>``; an existing ``<dest>`` (``--overwrite``) is
    exchanged with it in one ``renameat2(RENAME_EXCHANGE)`` where the file system supports that
    (``<dest>`` never missing), else moved to ``old/`` first;
-4. ``old/``, then the journal (its ``plan`` last), then ``<dest>.partial`` are deleted.
+4. ``old/``, then the journal (its ``plan`` and the claims last), then ``<dest>.partial`` are
+   deleted.
 
 Rerunning the same command resumes at whichever step was interrupted: units not in the journal
 are written, a complete store is swapped in, leftovers are deleted.
@@ -61,7 +62,7 @@ CRASH_STEPS = (
     "finalisation-claimed",     # the claim file exists
     "arrays-metadata-written",  # metadata of every array and sub-group, not yet of the root
     "root-metadata-written",    # store/ is a complete store, not yet marked complete
-    "marked-complete",          # journal/complete written, nothing swapped yet
+    "marked-complete",          # the completion record written, nothing swapped yet
     "exchanged",                # --overwrite: store/ and <dest> exchanged (old store in store/)
     "old-aside",                # --overwrite without exchange: old <dest> moved to old/
     "renamed",                  # the new store is <dest>; leftovers not yet deleted
@@ -129,10 +130,6 @@ class Staging:
     def plan_file(self) -> Path:
         return self.journal / "plan"
 
-    @property
-    def complete_file(self) -> Path:
-        return self.journal / "complete"
-
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace `path` with `text` in one rename: readers see the old or the new file, never half."""
@@ -160,8 +157,18 @@ def _identity(path: Path) -> list[int]:
     return [st.st_dev, st.st_ino]
 
 
-def _holds_files(path: Path) -> bool:
-    return any(files for _, _, files in os.walk(path))
+def _is_claim_file(name: str) -> bool:
+    return name.startswith("finalizing.") or name.startswith(".finalizing.")
+
+
+def _is_leftover(name: str) -> bool:
+    """Finalisation claims (the last files a finished rechunk deletes) and this module's private
+    temporary files (left by a kill between writing and renaming one)."""
+    return _is_claim_file(name) or (name.startswith(".") and name.endswith(".tmp"))
+
+
+def _holds_data(path: Path) -> bool:
+    return any(not _is_leftover(f) for _, _, files in os.walk(path) for f in files)
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,34 +179,41 @@ def _holds_files(path: Path) -> bool:
 def join_or_create(stage: Staging, digest: str) -> None:
     """Create ``<dest>.partial`` for this request, or join the one an earlier or parallel run of
     the same request made. A ``.partial`` that is not a rechunk in progress is never deleted or
-    mixed with, unless it holds no file at all (left by a kill during the final cleanup)."""
+    mixed with, unless it holds no file but leftovers (finalisation claims, temporary files: a kill
+    while creating it or at the very end of the final cleanup)."""
     root = stage.root
     if root.exists() and not stage.plan_file.exists():
         time.sleep(1.0)  # another part may be between creating the folder and its plan
         if not stage.plan_file.exists():
-            if _holds_files(root):
+            if _holds_data(root):
                 raise RechunkError(f"rechunk: {root} exists but is not a rechunk in progress; "
-                                  "remove it")
+                                   "remove it")
             shutil.rmtree(root, ignore_errors=True)
     stage.journal.mkdir(parents=True, exist_ok=True)
-    if not create_exclusive(stage.plan_file, digest) and stage.plan_file.read_text() != digest:
+    if not create_exclusive(stage.plan_file, digest) and _plan_digest(stage) != digest:
         raise RechunkError(f"rechunk: {root} holds an interrupted run of a different request; "
-                          "remove it or rerun that request")
+                           "remove it or rerun that request")
+
+
+# The plan file: the request's digest, then (once the store is complete) a line of JSON with the
+# store's identity. One file, so that deleting it forgets both at once.
+
+
+def _plan_digest(stage: Staging) -> str:
+    return stage.plan_file.read_text().split("\n", 1)[0]
 
 
 def completed(stage: Staging, digest: str) -> dict | None:
     """The completion record when ``<dest>.partial`` holds this request's finished store."""
     try:
-        if stage.plan_file.read_text() != digest:
-            return None
-        return json.loads(stage.complete_file.read_text())
-    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
+        first, _, record = stage.plan_file.read_text().partition("\n")
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    return json.loads(record) if first == digest and record else None
 
 
 def mark_complete(stage: Staging, digest: str) -> None:
-    write_atomic(stage.complete_file, json.dumps({"digest": digest,
-                                                  "store": _identity(stage.store)}))
+    write_atomic(stage.plan_file, digest + "\n" + json.dumps({"store": _identity(stage.store)}))
 
 
 # --------------------------------------------------------------------------------------------
@@ -388,25 +402,34 @@ def swap_in(stage: Staging, record: dict, overwrite: bool, claim: Claim) -> None
 
 
 def _clean_up(stage: Staging, claim: Claim) -> None:
-    """Delete what the swap left (the old store first, while the claim still beats), keeping the
-    plan until last so that an interrupted cleanup is still recognised as this rechunk's."""
+    """Delete what the swap left: the old store first (while the claim still beats), then the
+    part markers (so that a process claiming after a kill here cannot mistake the job for one
+    whose metadata is still to write), the rest of the journal, the plan with its completion
+    record, and the claims last: until then another process sees this one's claim and stays
+    out."""
     for leftover in (stage.old, stage.store):  # store/ now holds the old store, if exchanged
         if leftover.exists():
             shutil.rmtree(leftover)
     crash_point("old-deleted")
-    claim.release()  # its beat file goes with the journal
+    for p in stage.journal.glob("part-*.done"):
+        p.unlink(missing_ok=True)
     for p in stage.journal.iterdir():
-        if p.name != "plan":
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                p.unlink(missing_ok=True)
-    stage.plan_file.unlink(missing_ok=True)
-    stage.journal.rmdir()
-    stage.root.rmdir()
+        if p.name == "plan" or _is_claim_file(p.name):
+            continue
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+    claim.release()  # no more beats: their files go now
+    stage.plan_file.unlink(missing_ok=True)  # and with it the completion record
+    shutil.rmtree(stage.root, ignore_errors=True)
 
 
-def finalise(stage: Staging, digest: str, overwrite: bool, lease: float,
+def _parts_done(journal: Path, n_parts: int) -> bool:
+    return len(list(journal.glob(f"part-*-of-{n_parts}.done"))) >= n_parts
+
+
+def finalise(stage: Staging, digest: str, n_parts: int, overwrite: bool, lease: float,
              write_metadata: Callable[[Callable[[], None]], None]) -> tuple[bool, str]:
     """Claim, write the metadata (unless an earlier finaliser did), swap in and clean up.
     Returns (this call finalised, why not). `write_metadata` gets a callable to run between its
@@ -416,6 +439,9 @@ def finalise(stage: Staging, digest: str, overwrite: bool, lease: float,
         return False, why
     try:
         record = completed(stage, digest)
+        if record is None and not _parts_done(stage.journal, n_parts):
+            _withdraw(stage, claim)  # a finaliser got to its cleanup before this claim
+            return False, "finalised by another process"
         if record is None:
             claim.check()
             write_metadata(claim.check)
@@ -427,3 +453,15 @@ def finalise(stage: Staging, digest: str, overwrite: bool, lease: float,
     finally:
         claim.release()
     return True, ""
+
+
+def _withdraw(stage: Staging, claim: Claim) -> None:
+    claim.release()
+    for p in (stage.journal / f"finalizing.{claim.gen}.beat",
+              stage.journal / f"finalizing.{claim.gen}"):
+        p.unlink(missing_ok=True)
+    for d in (stage.journal, stage.root):  # gone unless the other finaliser still cleans up
+        try:
+            d.rmdir()
+        except OSError:
+            pass

@@ -765,7 +765,7 @@ def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = 
             report.seconds = time.perf_counter() - t0
             return report
     report.finalized, why = finalise(
-        stage, digest, overwrite, opts.lease,
+        stage, digest, n_parts, overwrite, opts.lease,
         lambda still_mine: _write_metadata(stage, plans, groups, opts, still_mine))
     report.state = "complete" if report.finalized else why
     report.seconds = time.perf_counter() - t0
