@@ -7,11 +7,12 @@ being storage only.
 An array is CF-encoded when it carries ``scale_factor`` or ``add_offset`` (packed), an explicit
 ``_FillValue`` or ``missing_value`` attribute, or, in v2, is floating-point with a ``fill_value``
 other than NaN (integer v2 arrays with only a ``fill_value``, such as coordinates, and float
-arrays whose only missing value is NaN are left as they are). Decoding masks the raw values equal to ``_FillValue`` or ``missing_value`` → NaN, then
-applies ``raw * scale_factor + add_offset``, both in the float type xarray picks (float64 for
-packed data, whose attributes JSON holds as float64), and casts the result to the requested type. ``_Unsigned = "true"``
-reinterprets signed integers as unsigned first. CF time variables (``units`` "... since ...")
-are never treated as packed.
+arrays whose only missing value is NaN are left as they are). Decoding masks the raw values equal
+to ``_FillValue`` or ``missing_value`` → NaN, then applies ``raw * scale_factor + add_offset``,
+both in the float type xarray picks (float64 for packed data, whose attributes JSON holds as
+float64), and casts the result to the requested type. ``_Unsigned = "true"`` reinterprets signed
+integers as unsigned first. CF time variables (``units`` "... since ...") are never treated as
+packed.
 """
 
 from __future__ import annotations

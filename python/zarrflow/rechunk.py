@@ -402,13 +402,17 @@ def plan(source: str | os.PathLike, opts: Options) -> tuple[list[ArrayPlan], dic
     found: list[str] = []
     for name, arr, why in _walk(root, groups):
         found.append(name)
+        if opts.arrays is not None and not opts.stack and name not in wanted:
+            continue
         src = _from_zarrflow(arr) if arr is not None else None
         if src is None or not _writable_by_tensorstore(src.dtype):
+            why = why or f"data type {src.dtype}"
             try:
                 src = _from_zarr_python(_open_with_zarr_python(source, name))
             except Exception as e:  # noqa: BLE001  (any reason zarr-python has)
                 if name in wanted:
-                    raise RechunkError(f"rechunk: cannot read {name!r} ({why or e})") from None
+                    raise RechunkError(f"rechunk: cannot read {name!r} ({why}; zarr-python: "
+                                       f"{e})") from None
                 _skip(name, f"neither zarrflow ({why}) nor zarr-python ({e}) reads it")
                 continue
         if opts.stack:  # the stacked array, 1-D coordinates, and what --arrays adds
@@ -417,8 +421,9 @@ def plan(source: str | os.PathLike, opts: Options) -> tuple[list[ArrayPlan], dic
             keep = opts.arrays is None or name in wanted
         if keep:
             plans.append(_array_plan(name, src, opts))
-    for name in sorted(wanted - set(found)):
-        raise RechunkError(f"rechunk --arrays: {unknown_name('array', name, found)}")
+    missing = sorted(wanted - set(found))
+    if missing:
+        raise RechunkError(f"rechunk --arrays: {unknown_name('array', missing[0], found)}")
     if opts.stack and opts.stack_name in {p.name for p in plans[1:]}:
         raise RechunkError(f"rechunk --stack-name: {opts.stack_name!r} is also the name of an "
                            "array the output keeps; choose another")
