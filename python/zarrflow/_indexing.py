@@ -262,7 +262,7 @@ def read_orthogonal(arr: "Array", sels: list[_Slice | _Points]) -> np.ndarray:
             count = [p.count for p in block]
             step = [p.step for p in block]
             dst = tuple(slice(p.dst, p.dst + (p.count if p.local is None else len(p.local)))
-                        for p in block)
+                        for p in block) + (Ellipsis,)  # a view, also of a 0-d result
             if all(p.local is None for p in block):
                 regions.append((start, count, step, out[dst]))
             else:
