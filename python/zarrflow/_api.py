@@ -15,6 +15,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from . import _core, _gpu, _indexing
+from ._names import unknown_name
 from ._remote import is_remote, open_remote
 from ._threads import make_executor
 from .errors import MetadataError, NodeNotFoundError, ZarrflowIndexError
@@ -128,16 +129,37 @@ class Group(_Node):
         if not isinstance(name, str):
             return False
         try:
-            self[name]
-        except KeyError:
+            self._h.open_member(name)
+        except NodeNotFoundError:
             return False
         return True
 
     def __getitem__(self, name: str) -> "Array | Group":
+        """The member ``name`` ("t2m", or a path such as "pressure/u"); a KeyError for a name
+        that is not there lists the names that are, closest match first."""
         try:
             return _wrap(self._h.open_member(name), self._executor)
         except NodeNotFoundError as e:
-            raise KeyError(name) from e
+            raise KeyError(self._unknown_member(name)) from e
+
+    def _unknown_member(self, name: str) -> str:
+        """"group 'a': unknown member 'B' (did you mean 'b'?; known: b, c)", naming the deepest
+        group of the path that exists."""
+        parts = [p for p in str(name).split("/") if p]
+        group: Group = self
+        for i, part in enumerate(parts[:-1]):
+            try:
+                child = group[part]
+            except KeyError:
+                parts = parts[i:]
+                break
+            if not isinstance(child, Group):
+                return f"'{'/'.join(parts[:i + 1])}' is an array, not a group"
+            group = child
+        else:
+            parts = parts[-1:]
+        where = f"group '{group.path or '/'}'"
+        return f"{where}: {unknown_name('member', parts[0] if parts else name, group.keys())}"
 
     def members(self) -> list[tuple[str, "Array | Group"]]:
         return [(k, self[k]) for k in self.keys()]
