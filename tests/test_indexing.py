@@ -260,3 +260,21 @@ def test_orthogonal_spread_indices_read_each_chunk_once(served):
     _same(arr.oindex[key], ref[np.ix_(key[0], range(3), key[2], range(8))])
     gets = _chunk_gets(srv, "t4")
     assert len(gets) == len(set(gets)) == 3 * 2  # time chunks 0, 2, 9; both H chunks
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_string_arrays_index_like_zarr_python(tmp_path, fmt):
+    """Variable-length and fixed-width strings go through the same selections (the regions are
+    read by the plain read path and gathered with NumPy)."""
+    labels = np.array(["t2m", "u10", "", "msl", "tp", "z500", "sp"], dtype=object)
+    for name, values in (("vlen", labels), ("fixed", labels.astype("U4"))):
+        path = tmp_path / f"{name}{fmt}.zarr"
+        z = zarr.create_array(str(path), shape=(7,), chunks=(3,), dtype=values.dtype if name ==
+                              "fixed" else str, zarr_format=fmt)
+        z[...] = values
+        a = zarrflow.open(path)
+        for key in ([6, 0, 0, 3], np.arange(7) % 2 == 0):
+            got, want = a[key], z[key]
+            assert got.dtype == want.dtype
+            assert got.tolist() == want.tolist()
+        assert a.vindex[[5, 1]].tolist() == z.vindex[[5, 1]].tolist()

@@ -338,6 +338,9 @@ class Array(_Node):
     def _read_region(self, start: list[int], count: list[int], step: list[int],
                      target: np.ndarray) -> None:
         """Reads an ascending region into ``target`` (its shape, this dtype, any strides)."""
+        if self.dtype.kind not in _FIXED_SIZE_KINDS:  # strings, objects: the plain read path
+            target[...] = self._read(_Selection.region(start, count, step), None)
+            return
         view = _transport_view(target)
         if view is None:  # odd-sized raw elements in a strided destination: go via a copy
             tmp = np.empty(target.shape, dtype=target.dtype)
@@ -367,6 +370,10 @@ class Array(_Node):
                 target = out[flip]
             self._read_region(sel.start, sel.count, sel.step, target)
         return out
+
+
+# NumPy dtype kinds read_into fills in place (bool, integers, floats, complex, datetimes, raw).
+_FIXED_SIZE_KINDS = "biufcmMV"
 
 
 def _is_basic(key: tuple) -> bool:
@@ -406,6 +413,15 @@ class _Selection:
         self.step: list[int] = []
         self.reverse: list[bool] = []
         self.drop: set[int] = set()
+
+    @classmethod
+    def region(cls, start: Sequence[int], count: Sequence[int],
+               step: Sequence[int]) -> "_Selection":
+        """An ascending region, every dimension kept."""
+        sel = cls()
+        sel.start, sel.count, sel.step = list(start), list(count), list(step)
+        sel.reverse = [False] * len(sel.start)
+        return sel
 
     @classmethod
     def parse(cls, key: tuple, shape: tuple[int, ...], strict: bool = False) -> "_Selection":
