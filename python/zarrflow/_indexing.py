@@ -300,7 +300,7 @@ def read_points(arr: "Array", coords: dict[int, np.ndarray],
         order = np.lexsort(cc[::-1])
         sorted_cc = cc[:, order]
         bounds = np.flatnonzero(np.any(sorted_cc[:, 1:] != sorted_cc[:, :-1], axis=0)) + 1
-        regions, gathers = [], []
+        regions, gathers, repeats = [], [], []
         for s, e in zip(np.r_[0, bounds].tolist(), np.r_[bounds, n].tolist()):
             ids = order[s:e]
             local = [coords[a][ids] for a in paxes]
@@ -317,6 +317,13 @@ def read_points(arr: "Array", coords: dict[int, np.ndarray],
                     start.append(sl.start)
                     count.append(sl.count)
                     step.append(sl.step)
+            if all(int(x.max()) == b for x, b in zip(local, lo)):
+                # One distinct point (a time step of a time-chunked array): read straight into
+                # the result, copied to any repeats afterwards.
+                regions.append((start, count, step, np.expand_dims(out[ids[0], ...], paxes)))
+                if len(ids) > 1:
+                    repeats.append(ids)
+                continue
             scratch = np.empty(count, dtype=arr.dtype)
             regions.append((start, count, step, scratch))
             gathers.append((ids, scratch, tuple(x - b for x, b in zip(local, lo))))
@@ -324,6 +331,8 @@ def read_points(arr: "Array", coords: dict[int, np.ndarray],
         for ids, scratch, pick in gathers:
             # Point dimensions first, then the sliced ones, as in the result.
             out[ids] = np.moveaxis(scratch, paxes, range(len(paxes)))[pick]
+        for ids in repeats:
+            out[ids[1:]] = out[ids[0]]
     flips = (slice(None),) + tuple(slice(None, None, -1) if slices[a].reverse else slice(None)
                                    for a in saxes)
     return out[flips] if any(f.step for f in flips) else out
