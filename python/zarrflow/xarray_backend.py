@@ -16,6 +16,12 @@ every calendar (cftime where needed), strings, the ``coordinates`` attribute —
 Zarr v2 xarray stores ``_FillValue`` as the array's ``fill_value``, so there it masks
 (``use_zarr_fill_value_as_mask`` overrides either default).
 
+With ``device="cuda"``, numeric data variables are CuPy arrays decoded on the GPU, and
+``scale_factor``/``add_offset`` apply there; dimension coordinates, times and text are read on
+the host (xarray decodes them with pandas/cftime/NumPy). xarray masks fill values with NumPy, so
+a GPU variable with a (non-NaN) ``_FillValue`` or ``missing_value`` needs
+``mask_and_scale=False``; the engine says so at open.
+
 Departures from ``engine="zarr"``: an array without dimension names gets ``dim_0``, ``dim_1``, ...
 (``engine="zarr"`` refuses the whole store); ``consolidated=None`` uses consolidated metadata
 when the group has some, without warning when it has none.
@@ -118,9 +124,10 @@ class ZarrflowStore(AbstractDataStore):
 
     def __init__(self, group: Group, *, device: str | None = None,
                  use_zarr_fill_value_as_mask: bool | None = None,
-                 drop_variables: Iterable[str] = ()):
+                 drop_variables: Iterable[str] = (), mask_and_scale: Any = True):
         self.group = group
         self.device = device
+        self.mask_and_scale = mask_and_scale
         if use_zarr_fill_value_as_mask is None:
             # xarray's defaults: v2 stores keep _FillValue in fill_value; v3's is storage only.
             use_zarr_fill_value_as_mask = group.zarr_format == 2
@@ -151,7 +158,8 @@ class ZarrflowStore(AbstractDataStore):
             for k in [k for k in attrs if k.lower().startswith("_nc")]:
                 del attrs[k]
         dtype = _backend_dtype(arr)
-        data = indexing.LazilyIndexedArray(ZarrflowBackendArray(arr, self.device, dtype))
+        device = self._device_for(name, dims, dtype, attrs, arr)
+        data = indexing.LazilyIndexedArray(ZarrflowBackendArray(arr, device, dtype))
         encoding: dict[str, Any] = {"chunks": arr.chunks,
                                     "preferred_chunks": dict(zip(dims, arr.chunks)),
                                     "shards": arr.shards}
@@ -166,7 +174,37 @@ class ZarrflowStore(AbstractDataStore):
                 encoding["fill_value"] = fill
             if "_FillValue" in attrs:
                 attrs["_FillValue"] = FillValueCoder.decode(attrs["_FillValue"], arr.dtype)
+        self._check_device_decoding(name, device, attrs)
         return Variable(dims, data, attrs, encoding)
+
+    def _device_for(self, name: str, dims: tuple, dtype: np.dtype, attrs: dict,
+                    arr: Array) -> str | None:
+        """Where a variable is read: dimension coordinates (pandas indexes), times, strings
+        and other non-numeric data on the host — xarray decodes those with NumPy, pandas and
+        cftime — everything else on ``self.device``."""
+        if self.device is None or dims == (name,) or dtype.kind not in "biufc":
+            return None
+        from xarray.coding.variables import _is_time_like
+
+        return None if _is_time_like(attrs.get("units")) else self.device
+
+    def _check_device_decoding(self, name: str, device: str | None, attrs: dict) -> None:
+        """xarray masks fill values with NumPy (np.array of the data), which CuPy refuses: say
+        so at open, not at the first read."""
+        if device is None:
+            return
+        mask = self.mask_and_scale
+        if isinstance(mask, dict):
+            mask = mask.get(name, True)
+        if not mask:
+            return
+        fills = [v for k in ("_FillValue", "missing_value") if k in attrs
+                 for v in np.ravel(attrs[k]) if not (isinstance(v, (float, np.floating)) and np.isnan(v))]
+        if fills:
+            raise errors.UnsupportedError(
+                f"device={device!r}: variable {name!r} has fill values {fills} that xarray masks "
+                f"with NumPy, which CuPy arrays refuse; pass mask_and_scale=False (and mask on "
+                f"the GPU), or leave device out")
 
     def get_variables(self) -> dict:
         from xarray.core.utils import FrozenDict
@@ -264,7 +302,8 @@ class ZarrflowBackendEntrypoint(BackendEntrypoint):
         drop = list(drop_variables or ())
         node = _open_group(filename_or_obj, group, consolidated, zarr_format, storage_options)
         store = ZarrflowStore(node, device=device, drop_variables=drop,
-                              use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask)
+                              use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
+                              mask_and_scale=mask_and_scale)
         return StoreBackendEntrypoint().open_dataset(
             store, mask_and_scale=mask_and_scale, decode_times=decode_times,
             concat_characters=concat_characters, decode_coords=decode_coords,
