@@ -267,14 +267,19 @@ def test_inspect_marks_unreadable_arrays_and_goes_on(tmp_path: Path) -> None:
     assert "3 member(s) could not be read: b_bad_json, c_bad_type, sub/e_bad" in r.stderr
 
 
-def test_version_and_help_texts() -> None:
+def test_version_and_help_texts(capsys) -> None:
     r = run_cli("--version")
     assert r.returncode == 0 and r.stdout.strip() == f"zarrflow {zarrflow.__version__}"
+    from zarrflow import cli
+
     for args in (["--help"], ["inspect", "--help"], ["synth", "--help"], ["rechunk", "--help"],
                  ["bench", "--help"]):
-        r = run_cli(*args)
-        assert r.returncode == 0, r.stderr
+        with pytest.raises(SystemExit) as e:
+            cli.main(args)
+        assert e.value.code == 0
+        out = capsys.readouterr().out
+        assert "usage: zarrflow" in out
         for markup in ("``", ":class:", ":func:", "*your*"):
-            assert markup not in r.stdout, (args, markup)
-    r = run_cli("inspect", "--help")
-    assert "cannot be read is marked" in r.stdout and "URL" in r.stdout
+            assert markup not in out, (args, markup)
+        if args[0] == "inspect":
+            assert "cannot be read is marked" in out and "URL" in out
