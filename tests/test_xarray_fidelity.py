@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -301,3 +303,28 @@ def test_synth_store_identical_to_zarr_engine(tmp_path, layout):
     want, got = _open_both(tmp_path / "s.zarr")
     assert_same(want, got, ordered=zarrflow.open(tmp_path / "s.zarr").consolidated)
     assert got["longitude"].values[0] == 0 and not got["time"].isnull().any()
+
+
+def test_storage_options_reach_an_s3_store(tmp_path):
+    """s3:// through the engine with storage_options, the group and consolidated keywords
+    included, equals the local store through engine="zarr"."""
+    pytest.importorskip("moto")
+    pytest.importorskip("boto3")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from servers.s3_server import MotoS3Server
+
+    ds = numeric_dataset()
+    local = tmp_path / "n.zarr"
+    _write(ds, local, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds[["packed"]].to_zarr(local, group="sub", mode="a", zarr_format=3)
+    with MotoS3Server() as srv:
+        srv.create_bucket("bucket")
+        srv.upload_dir(local, "bucket", "n.zarr")
+        options = dict(endpoint_url=srv.endpoint, key=srv.access_key, secret=srv.secret_key)
+        for kwargs in (dict(), dict(group="sub"), dict(group="/sub", consolidated=False)):
+            want = xr.open_dataset(local, engine="zarr", **kwargs)
+            got = xr.open_dataset("s3://bucket/n.zarr", engine="zarrflow",
+                                  storage_options=options, **kwargs)
+            assert_same(want, got, ordered=kwargs.get("consolidated") is not False)
