@@ -24,7 +24,8 @@ a GPU variable with a (non-NaN) ``_FillValue`` or ``missing_value`` needs
 
 Departures from ``engine="zarr"``: an array without dimension names gets ``dim_0``, ``dim_1``, ...
 (``engine="zarr"`` refuses the whole store); ``consolidated=None`` uses consolidated metadata
-when the group has some, without warning when it has none.
+when the group has some, without warning when it has none; ``use_zarr_fill_value_as_mask`` is
+honoured as given (xarray's ``engine="zarr"`` honours it only through a ``ZarrStore``).
 """
 
 from __future__ import annotations
