@@ -790,13 +790,22 @@ NB_MODULE(_core, m) {
 
   m.def(
       "open_node",
-      [](std::shared_ptr<Store> store, const std::string& path, std::optional<int> zarr_format) {
+      [](std::shared_ptr<Store> store, const std::string& path, std::optional<int> zarr_format,
+         bool use_consolidated) {
         Result<Node> r = internal_error("unset");
         {
           nb::gil_scoped_release release;  // metadata reads may go over the network
-          r = open_node(std::move(store), path, zarr_format);
+          r = open_node(store, path, zarr_format);
         }
-        return wrap_node(value_or_throw(std::move(r)));
+        Node node = value_or_throw(std::move(r));
+        // use_consolidated=False: members listed and opened from the store, not the metadata copy.
+        if (auto* g = std::get_if<std::shared_ptr<Group>>(&node);
+            g != nullptr && !use_consolidated && (*g)->metadata().consolidated) {
+          GroupMetadata md = (*g)->metadata();
+          md.consolidated.reset();
+          node = std::make_shared<Group>(std::move(store), path, std::move(md));
+        }
+        return wrap_node(std::move(node));
       },
-      "store"_a, "path"_a = "", "zarr_format"_a = nb::none());
+      "store"_a, "path"_a = "", "zarr_format"_a = nb::none(), "use_consolidated"_a = true);
 }
