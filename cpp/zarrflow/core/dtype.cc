@@ -27,13 +27,20 @@ struct NamedUnit {
 };
 
 constexpr NamedUnit kTimeUnits[] = {
-    {"generic", TimeUnit::kGeneric},     {"Y", TimeUnit::kYear},
-    {"M", TimeUnit::kMonth},             {"W", TimeUnit::kWeek},
-    {"D", TimeUnit::kDay},               {"h", TimeUnit::kHour},
-    {"m", TimeUnit::kMinute},            {"s", TimeUnit::kSecond},
-    {"ms", TimeUnit::kMillisecond},      {"us", TimeUnit::kMicrosecond},
-    {"\u03bcs", TimeUnit::kMicrosecond}, {"ns", TimeUnit::kNanosecond},
-    {"ps", TimeUnit::kPicosecond},       {"fs", TimeUnit::kFemtosecond},
+    {"generic", TimeUnit::kGeneric},
+    {"Y", TimeUnit::kYear},
+    {"M", TimeUnit::kMonth},
+    {"W", TimeUnit::kWeek},
+    {"D", TimeUnit::kDay},
+    {"h", TimeUnit::kHour},
+    {"m", TimeUnit::kMinute},
+    {"s", TimeUnit::kSecond},
+    {"ms", TimeUnit::kMillisecond},
+    {"us", TimeUnit::kMicrosecond},
+    {"\u03bcs", TimeUnit::kMicrosecond},
+    {"ns", TimeUnit::kNanosecond},
+    {"ps", TimeUnit::kPicosecond},
+    {"fs", TimeUnit::kFemtosecond},
     {"as", TimeUnit::kAttosecond},
 };
 

@@ -64,9 +64,9 @@ constexpr std::uint64_t kMaxItemSize = 0x7fffffff;
 
 struct DataType {
   DTypeKind kind = DTypeKind::kUInt;
-  std::uint32_t size = 1;                  // bytes per element; 0 for the variable-length kinds
-  TimeUnit unit = TimeUnit::kGeneric;      // kDateTime / kTimeDelta only
-  std::uint32_t scale = 1;                 // kDateTime / kTimeDelta: ticks of scale × unit
+  std::uint32_t size = 1;              // bytes per element; 0 for the variable-length kinds
+  TimeUnit unit = TimeUnit::kGeneric;  // kDateTime / kTimeDelta only
+  std::uint32_t scale = 1;             // kDateTime / kTimeDelta: ticks of scale × unit
 
   // Zarr v3 name: "float32", "bfloat16", "r16", "fixed_length_utf32", "numpy.datetime64", ...
   [[nodiscard]] std::string v3_name() const;
