@@ -14,18 +14,14 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from . import _core, _gpu
+from . import _core, _dtypes, _gpu
 from ._remote import is_remote, open_remote
 from ._threads import make_executor
 from .errors import NodeNotFoundError, ZarrflowIndexError
 
 
 def _numpy_dtype(name: str) -> np.dtype:
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
+    return _dtypes.numpy_dtype(name)
 
 
 def _store_and_path(path: str | os.PathLike,
@@ -201,9 +197,7 @@ class Array(_Node):
     def fill_value(self) -> Any:
         """The fill value as a NumPy scalar; None for Zarr v2 arrays that store null (missing
         chunks then read as zeros, as in zarr-python)."""
-        if self._h.fill_value_is_null:
-            return None
-        return np.frombuffer(self._h.fill_value_bytes, dtype=self.dtype)[0]
+        return _dtypes.fill_value(self._h, self.dtype)
 
     @cached_property
     def codecs(self) -> list[dict] | dict:
@@ -260,6 +254,8 @@ class Array(_Node):
         sel = _Selection.parse(region, self.shape, strict=True)
         if device is None:
             return self._read(sel, out)
+        if (err := _dtypes.device_error(self._h.description, self.dtype)) is not None:
+            raise err
         if out is not None:
             raise ValueError("out= and device= cannot be combined")
         if any(sel.reverse):
@@ -291,6 +287,8 @@ class Array(_Node):
 
     def _read(self, sel: "_Selection", out: np.ndarray | None) -> np.ndarray:
         shape = tuple(sel.count)
+        if _dtypes.is_variable_length(self.dtype):
+            return _dtypes.read_vlen(self._h, self.dtype, sel, out, self._executor)
         if out is None:
             out = np.empty(shape, dtype=self.dtype)
         else:
@@ -320,8 +318,9 @@ class Array(_Node):
 
 
 def _transport_view(a: np.ndarray) -> np.ndarray | None:
-    """A view of ``a`` the C++ side accepts: plain integer types for bfloat16 and raw (V) data."""
-    if a.dtype.kind == "V" or a.dtype.name == "bfloat16":
+    """A view of ``a`` the C++ side accepts: plain integer types for bfloat16, raw (V), text (U, S),
+    datetime (M, m) and structured data."""
+    if a.dtype.kind in "VUSMm" or a.dtype.name == "bfloat16":
         if a.dtype.itemsize in (1, 2, 4, 8):
             return a.view(f"u{a.dtype.itemsize}")
         if not a.flags.c_contiguous:
