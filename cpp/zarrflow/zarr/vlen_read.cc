@@ -5,6 +5,8 @@
 #include <mutex>
 #include <new>
 
+#include "zarrflow/core/buffer.h"
+
 #include "zarrflow/codec/vlen.h"
 #include "zarrflow/store/range_coalescer.h"
 
@@ -19,20 +21,24 @@ struct Slot {
   std::uint64_t size = 0;
 };
 
-// Copies of the selected items of each chunk, at stable addresses until the result is laid out.
+// The bytes the slots point into, at stable addresses until the result is laid out: copies of
+// the items selected from partly read chunks, and the decoded payloads of chunks read whole.
 class Arenas {
  public:
   std::byte* allocate(std::size_t n) {
-    auto block = std::unique_ptr<std::byte[]>(new std::byte[n]);
-    std::byte* p = block.get();
+    Buffer block(n);
+    std::byte* p = block.data();
+    keep(std::move(block));
+    return p;
+  }
+  void keep(Buffer&& block) {
     std::lock_guard lock(mu_);
     blocks_.push_back(std::move(block));
-    return p;
   }
 
  private:
   std::mutex mu_;
-  std::deque<std::unique_ptr<std::byte[]>> blocks_;
+  std::deque<Buffer> blocks_;
 };
 
 // Calls fn(linear index in a C-order chunk of `shape`, destination slot) for every element of
@@ -104,13 +110,33 @@ class VlenReader {
     const VlenCodec* vlen = as_vlen_codec(a2b);
     if (vlen == nullptr)
       return internal_error("codec '" + a2b.name() + "' does not decode variable-length elements");
+    // A chunk read whole keeps its decoded payload and its slots point into it; otherwise the
+    // selected items are copied out and the payload goes with this call.
+    const bool whole = s.is_full(spec.shape);
+    if (whole) {
+      Buffer* holder = nullptr;
+      for (Buffer& b : scratch)
+        if (b.data() != nullptr && cur.data() >= b.data() && cur.data() < b.data() + b.capacity())
+          holder = &b;
+      Buffer kept = holder != nullptr ? std::move(*holder) : Buffer::copy_of(cur);
+      if (holder == nullptr) cur = kept.span();
+      arenas_.keep(std::move(kept));
+    }
     std::vector<VlenItem> items;
     ZF_RETURN_IF_ERROR(vlen->split(cur, spec.num_elements(), items));
+    // Stored items always point somewhere (an empty one at kNoBytes): null marks the fill value.
+    static std::byte kNoBytes{};
+    if (whole) {
+      for_each_selected(spec.shape, s, d, [&](std::int64_t i, std::byte* slot) {
+        const VlenItem& item = items[i];
+        const Slot out{item.size > 0 ? item.data : &kNoBytes, item.size};
+        std::memcpy(slot, &out, sizeof(Slot));
+      });
+      return {};
+    }
     std::size_t total = 0;
     for_each_selected(spec.shape, s, d,
                       [&](std::int64_t i, std::byte*) { total += items[i].size; });
-    // Stored items always point somewhere (an empty one at kNoBytes): null marks the fill value.
-    static std::byte kNoBytes{};
     std::byte* arena = total > 0 ? arenas_.allocate(total) : &kNoBytes;
     for_each_selected(spec.shape, s, d, [&](std::int64_t i, std::byte* slot) {
       const VlenItem& item = items[i];
