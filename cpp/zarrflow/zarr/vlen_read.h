@@ -4,12 +4,13 @@
 //   region → the chunks it touches → per chunk, in parallel (the store's I/O pool for remote
 //   stores): missing → the fill value; sharded → the shard index, then only the inner chunks
 //   needed (coalesced ranges, nested shards through windows); otherwise fetch the value, undo the
-//   bytes→bytes codecs, split it into items (VlenCodec::split checks every length), and copy the
-//   selected items into a per-chunk arena. Array→array codecs (transpose, v2 "F" order) reorder
-//   which item lands where, as they do for fixed-size elements.
+//   bytes→bytes codecs, split it into items (VlenCodec::split checks every length); a chunk read
+//   whole is kept as decoded, a chunk read in part has its selected items copied to an arena and
+//   is released. Array→array codecs (transpose, v2 "F" order) reorder which item lands where, as
+//   they do for fixed-size elements.
 //   Then one pass lays the items out contiguously.
-// Memory: the selected elements' bytes twice (arenas, then the result) plus 16 bytes per element;
-// decoded chunks are released as soon as their items are copied out.
+// Memory: about twice the selected elements' bytes (kept chunks or arenas, then the result) plus
+// 16 bytes per element.
 // Errors name the array and the chunk key (and the inner chunk for shards).
 #pragma once
 
