@@ -14,7 +14,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from . import _core, _gpu, _indexing
+from . import _core, _dtypes, _gpu, _indexing
 from ._names import unknown_name
 from ._remote import is_remote, open_remote
 from ._threads import make_executor
@@ -22,11 +22,7 @@ from .errors import MetadataError, NodeNotFoundError, ZarrflowIndexError
 
 
 def _numpy_dtype(name: str) -> np.dtype:
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
+    return _dtypes.numpy_dtype(name)
 
 
 def _store_and_path(path: str | os.PathLike,
@@ -229,9 +225,7 @@ class Array(_Node):
     def fill_value(self) -> Any:
         """The fill value as a NumPy scalar; None for Zarr v2 arrays that store null (missing
         chunks then read as zeros, as in zarr-python)."""
-        if self._h.fill_value_is_null:
-            return None
-        return np.frombuffer(self._h.fill_value_bytes, dtype=self.dtype)[0]
+        return _dtypes.fill_value(self._h, self.dtype)
 
     @cached_property
     def codecs(self) -> list[dict] | dict:
@@ -288,6 +282,8 @@ class Array(_Node):
         sel = _Selection.parse(region, self.shape, strict=True)
         if device is None:
             return self._read(sel, out)
+        if (err := _dtypes.device_error(self._h.description, self.dtype)) is not None:
+            raise err
         if out is not None:
             raise ValueError("out= and device= cannot be combined")
         if any(sel.reverse):
@@ -338,7 +334,7 @@ class Array(_Node):
     def _read_region(self, start: list[int], count: list[int], step: list[int],
                      target: np.ndarray) -> None:
         """Reads an ascending region into ``target`` (its shape, this dtype, any strides)."""
-        if self.dtype.kind not in _FIXED_SIZE_KINDS:  # strings, objects: the plain read path
+        if _dtypes.is_variable_length(self.dtype):  # strings, objects: the plain read path
             target[...] = self._read(_Selection.region(start, count, step), None)
             return
         view = _transport_view(target)
@@ -351,6 +347,8 @@ class Array(_Node):
 
     def _read(self, sel: "_Selection", out: np.ndarray | None) -> np.ndarray:
         shape = tuple(sel.count)
+        if _dtypes.is_variable_length(self.dtype):
+            return _dtypes.read_vlen(self._h, self.dtype, sel, out, self._executor)
         if out is None:
             out = np.empty(shape, dtype=self.dtype)
         else:
@@ -372,10 +370,6 @@ class Array(_Node):
         return out
 
 
-# NumPy dtype kinds read_into fills in place (bool, integers, floats, complex, datetimes, raw).
-_FIXED_SIZE_KINDS = "biufcmMV"
-
-
 def _is_basic(key: tuple) -> bool:
     """True when every item is an integer, a slice or '...' (the plain hyperslab path)."""
     for k in key:
@@ -391,8 +385,9 @@ def _is_basic(key: tuple) -> bool:
 
 
 def _transport_view(a: np.ndarray) -> np.ndarray | None:
-    """A view of ``a`` the C++ side accepts: plain integer types for bfloat16 and raw (V) data."""
-    if a.dtype.kind == "V" or a.dtype.name == "bfloat16":
+    """A view of ``a`` the C++ side accepts: plain integer types for bfloat16, raw (V), text (U, S),
+    datetime (M, m) and structured data."""
+    if a.dtype.kind in "VUSMm" or a.dtype.name == "bfloat16":
         if a.dtype.itemsize in (1, 2, 4, 8):
             return a.view(f"u{a.dtype.itemsize}")
         if not a.flags.c_contiguous:
