@@ -78,7 +78,7 @@ def _fill_attribute(value: Any, dtype: np.dtype) -> Any:
         if value in ("NaN", "Infinity", "-Infinity"):
             return float(value.replace("Infinity", "inf"))
         try:
-            raw = base64.standard_b64decode(value.encode("ascii"), validate=True)
+            raw = base64.b64decode(value.encode("ascii"), validate=True)
         except (ValueError, UnicodeEncodeError):
             raw = b""
         if len(raw) != 8:
@@ -122,12 +122,13 @@ def cf_decoding(attrs: dict, dtype: np.dtype, zarr_format: int, fill_value: Any,
     Raises CFAttributeError for attributes it cannot use."""
     if not mask_and_scale:
         return None
-    as_mask = zarr_format == 2 if use_zarr_fill_value_as_mask is None else use_zarr_fill_value_as_mask
+    as_mask = (zarr_format == 2 if use_zarr_fill_value_as_mask is None
+               else use_zarr_fill_value_as_mask)
     fills: list = []
     if as_mask and fill_value is not None:
         fills.append(fill_value)  # xarray: the fill_value replaces any _FillValue attribute
-    elif "_FillValue" in attrs and attrs["_FillValue"] is not None:
-        fills.append(attrs["_FillValue"] if as_mask else _fill_attribute(attrs["_FillValue"], dtype))
+    elif attrs.get("_FillValue") is not None:
+        fills.append(_fill_attribute(attrs["_FillValue"], dtype))
     if attrs.get("missing_value") is not None:
         fills.extend(np.ravel(np.asarray(attrs["missing_value"], dtype=object)).tolist())
     scale = _number("scale_factor", attrs["scale_factor"]) if "scale_factor" in attrs else None

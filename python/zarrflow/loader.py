@@ -163,7 +163,10 @@ def _resolve(group: Group, spec: str, time_dim: str, level_dim: str, channel_dim
     name, _, pick = spec.partition("@")
     if name not in group.keys():
         raise LoaderError(f"unknown variable {name!r} (the group has: {', '.join(group.keys())})")
-    arr = group[name]
+    try:
+        arr = group[name]
+    except ZarrflowError as e:  # e.g. a data type zarrflow cannot read: say which variable
+        raise LoaderError(f"{name!r} cannot be loaded: {e}") from None
     if not isinstance(arr, Array):
         raise LoaderError(f"{name!r} is a group, not an array")
     if arr.dims is None or any(d is None for d in arr.dims):
