@@ -374,3 +374,29 @@ def test_non_numeric_arrays_are_refused_by_name(tmp_path):
         with pytest.raises(LoaderError, match=f"{name}.*{shown}"):
             zarrflow.Loader(tmp_path / "odd.zarr", [name], device="cpu", output="numpy",
                             batch_size=1)
+
+
+def test_read_batch_rejects_bad_element_transforms(packed_store):
+    from zarrflow import _core
+
+    ld = zarrflow.Loader(packed_store, PACKED_VARS, batch_size=1, device="cpu", output="numpy",
+                         shuffle=False, normalize=STATS)
+    arrays, table = ld._requests(*ld._where(ld.batches()[0]), 2)
+    target = _core.empty_tensor([1, 2, len(PACKED_VARS), NLAT, NLON], "float32", "cpu", 0)
+    norms = ld._row_norms(len(table))
+    report = _core.read_batch(arrays, table, target, normalize=norms, decode=ld._decoding)
+    assert report["nans"] >= 0  # as the loader calls it
+    with pytest.raises(zarrflow.ZarrflowError, match="one entry per array"):
+        _core.read_batch(arrays, table, target, normalize=norms, decode=ld._decoding[:-1])
+    with pytest.raises(zarrflow.ZarrflowError, match="more than 4 values to mask"):
+        _core.read_batch(arrays, table, target, normalize=norms,
+                         decode=[(False, 1.0, -0.0, [1, 2, 3, 4, 5])] * len(arrays))
+    with pytest.raises(zarrflow.ZarrflowError, match="decode needs normalize"):
+        _core.read_batch(arrays, table, target, decode=ld._decoding)
+    bad = norms.copy()
+    bad[3, 1] = 0.0
+    with pytest.raises(zarrflow.ZarrflowError, match="std must be positive"):
+        _core.read_batch(arrays, table, target, normalize=bad, decode=ld._decoding)
+    int_target = _core.empty_tensor([1, 2, len(PACKED_VARS), NLAT, NLON], "int16", "cpu", 0)
+    with pytest.raises(zarrflow.ZarrflowError, match="float32, bfloat16 or float16"):
+        _core.read_batch(arrays, table, int_target, normalize=norms, decode=ld._decoding)

@@ -482,6 +482,8 @@ nb::dict read_batch(const nb::list& arrays,
                     const std::optional<std::vector<CfDecoding>>& decoding) {
   const auto& st = *target.state;
   const std::int64_t elem = st.dtype.size;
+  if (decoding && !normalize)
+    throw StatusError(invalid_argument("read_batch: decode needs normalize"));
   std::vector<std::shared_ptr<Array>> keep;
   keep.reserve(arrays.size());
   for (nb::handle h : arrays) {
@@ -528,8 +530,6 @@ nb::dict read_batch(const nb::list& arrays,
   if (normalize && (normalize->shape(0) != rows || normalize->shape(1) != 2))
     throw StatusError(invalid_argument("read_batch: normalize needs one (mean, std) row per "
                                        "request"));
-  if (decoding && !normalize)
-    throw StatusError(invalid_argument("read_batch: decode needs normalize"));
   std::vector<ElementTransform> transforms;
   if (normalize)
     transforms = element_transforms(reqs, keep, requests.data(), cols, normalize->data(), st.dtype,
