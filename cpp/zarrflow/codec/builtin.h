@@ -14,6 +14,8 @@ void register_zstd_codec(CodecRegistry& v3, CodecRegistry& v2);       // zstd.cc
 void register_deflate_codecs(CodecRegistry& v3, CodecRegistry& v2);   // deflate.cc (gzip, zlib)
 void register_lz4_codec(CodecRegistry& v3, CodecRegistry& v2);        // lz4.cc
 void register_blosc_codec(CodecRegistry& v3, CodecRegistry& v2);      // blosc.cc
+void register_vlen_codecs(CodecRegistry& v3, CodecRegistry& v2);      // vlen.cc (vlen-utf8,
+                                                                      // vlen-bytes, vlen-array)
 void register_v2_filters(CodecRegistry& v3, CodecRegistry& v2);       // filters.cc (delta,
                                                                       // fixedscaleoffset, astype,
                                                                       // shuffle)

@@ -332,8 +332,8 @@ TEST(GpuBloscPlan, CorruptChunksNameWhatIsWrong) {
   ASSERT_EQ(odd[2] & 0x02, 0);  // not memcpyed
   odd[2] &= ~0x10;
   odd[3] = 2;
-  EXPECT_NE(plan_error(odd).find("block 0 is split into 2 streams but its 4095 bytes are not a "
-                                 "multiple of the typesize"),
+  EXPECT_NE(plan_error(odd).find("blocksize 4095 is split into streams of the typesize 2 but is "
+                                 "not a multiple of it"),
             std::string::npos)
       << plan_error(odd);
 

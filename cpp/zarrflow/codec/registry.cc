@@ -18,6 +18,7 @@ struct Registries {
     register_deflate_codecs(v3, v2);
     register_lz4_codec(v3, v2);
     register_blosc_codec(v3, v2);
+    register_vlen_codecs(v3, v2);
     register_v2_filters(v3, v2);
   }
 };
