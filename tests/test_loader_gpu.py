@@ -578,8 +578,8 @@ def test_anemoi_dataset_on_the_gpu(anemoi_store, dtype, view):
 
 # --- Any numeric source: CF decoding, normalisation and cast on the GPU ------------------------
 
-from test_loader_dtypes import (  # noqa: E402,F401 (packed_store, typed_store: fixtures)
-    PACKED_VARS, STATS, packed_store, typed_store)
+from test_loader_dtypes import (  # noqa: E402,F401 (masked_store, packed_store, typed_store)
+    PACKED_VARS, STATS, masked_store, packed_store, typed_store)
 
 SOURCE_PATHS = {"gpu-decode": dict(host_decode_share=0.0), "host-decode": dict(gpu_decode="off"),
                 "gpu-cache": dict(host_decode_share=0.0, cache_gb=1)}
@@ -629,6 +629,21 @@ def test_gpu_every_numeric_type_equals_cpu(typed_store, path):
         for crop in (None, {"longitude": (1, 6)}):
             cpu, gpu = cpu_and_gpu_of(root, names, SOURCE_PATHS[path], batch_size=2,
                                       shuffle=False, dtype=dtype, normalize=norm, crop=crop)
+            assert_same_bits(cpu, gpu, dtype, view)
+            assert gpu.stats()["nans"] == cpu.stats()["nans"] > 0
+
+
+@pytest.mark.filterwarnings("ignore:variable 'ints' has multiple fill values")
+@pytest.mark.parametrize("path", ["gpu-decode", "host-decode"])
+def test_gpu_masks_equal_cpu(masked_store, path):
+    # Masks from attributes (int16 packed by a scale only, float32 with xarray's base64
+    # _FillValue) and a v2 float32 fill_value 0: float32 with masks keeps the kernel's
+    # four-at-a-time rows; NaNs counted alike.
+    for store, names in (("masked.zarr", ["ints", "floats", "zero_fill"]),
+                         ("v2.zarr", ["zero_fill"])):
+        for dtype, view in OUT_VIEWS:
+            cpu, gpu = cpu_and_gpu_of(masked_store.parent / store, names, SOURCE_PATHS[path],
+                                      batch_size=2, shuffle=False, dtype=dtype)
             assert_same_bits(cpu, gpu, dtype, view)
             assert gpu.stats()["nans"] == cpu.stats()["nans"] > 0
 

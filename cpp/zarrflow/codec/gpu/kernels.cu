@@ -137,7 +137,9 @@ __device__ inline std::uint32_t pack2(OutType t, float a, float b) {
 
 // `n` contiguous float32 elements into `n` contiguous outputs, by the block's threads: four at a
 // time (one 16-byte load, one 16- or 8-byte store) where both ends are aligned for it. Returns
-// this thread's count of NaN inputs. Plain transforms only (is_plain: no masks, no packing).
+// this thread's count of NaN inputs (of masked ones too). Float32 sources without packing:
+// is_plain (kMasked false), or with masks (a v2 fill_value, a _FillValue attribute).
+template <bool kMasked>
 __device__ unsigned long long transform_row(const std::uint8_t* src, std::uint8_t* dst,
                                             std::int64_t n, const ScatterJob& job) {
   const float m = job.tf.mean, k = job.tf.inv_std;
@@ -150,7 +152,13 @@ __device__ unsigned long long transform_row(const std::uint8_t* src, std::uint8_
     const std::int64_t v = n / 4;
     const auto* s4 = reinterpret_cast<const float4*>(src);
     for (std::int64_t i = threadIdx.x; i < v; i += blockDim.x) {
-      const float4 x = s4[i];
+      float4 x = s4[i];
+      if constexpr (kMasked) {
+        x.x = decode_element_as<false, true>(x.x, job.tf);
+        x.y = decode_element_as<false, true>(x.y, job.tf);
+        x.z = decode_element_as<false, true>(x.z, job.tf);
+        x.w = decode_element_as<false, true>(x.w, job.tf);
+      }
       nans +=
           (isnan(x.x) ? 1 : 0) + (isnan(x.y) ? 1 : 0) + (isnan(x.z) ? 1 : 0) + (isnan(x.w) ? 1 : 0);
       const float a = (x.x - m) * k, b = (x.y - m) * k, c = (x.z - m) * k, d = (x.w - m) * k;
@@ -163,7 +171,8 @@ __device__ unsigned long long transform_row(const std::uint8_t* src, std::uint8_
     done = v * 4;
   }
   for (std::int64_t i = done + threadIdx.x; i < n; i += blockDim.x) {
-    const float x = load_f32(src + 4 * i, 1);
+    float x = load_f32(src + 4 * i, 1);
+    if constexpr (kMasked) x = decode_element_as<false, true>(x, job.tf);
     nans += isnan(x) ? 1 : 0;
     store_out(dst + osize * i, t, (x - m) * k);
   }
@@ -281,6 +290,9 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
     const std::uint32_t elem = job.elem;
     const bool transform = job.tf.out != OutType::kStored;
     const bool plain = transform && is_plain(job.tf);
+    // float32 with masks only: the four-at-a-time rows of plain ones
+    const bool masked_f32 =
+        transform && job.tf.in == InType::kFloat32 && !job.tf.packed && job.tf.masks != 0;
     const std::uint32_t oelem = transform ? out_type_size(job.tf.out) : elem;
     const int inner = job.ndim - 1;  // -1 for a single element (every dimension merged away)
     if (inner >= 0 && job.src != nullptr && job.swap_unit <= 1 && job.src_strides[inner] == elem &&
@@ -300,7 +312,10 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
         const std::int64_t n = min(last - e, row_len - col);
         if (plain) {
           local_nans +=
-              transform_row(job.src + so + col * elem, job.dst + dof + col * oelem, n, job);
+              transform_row<false>(job.src + so + col * elem, job.dst + dof + col * oelem, n, job);
+        } else if (masked_f32) {
+          local_nans +=
+              transform_row<true>(job.src + so + col * elem, job.dst + dof + col * oelem, n, job);
         } else if (transform) {
           local_nans +=
               decode_row(job.src + so + col * elem, job.dst + dof + col * oelem, n, job.tf);
