@@ -40,7 +40,7 @@ import numpy as np
 from . import _core, _gpu
 from ._api import Array, Group, open as zf_open
 from ._balance import DecodeBalance
-from ._loader_cf import CFAttributeError, CFDecoding, cf_decoding
+from ._cf import CFAttributeError, CFDecoding, cf_decoding
 from ._memory_plan import fit as fit_memory, refusal as memory_refusal
 from ._prefetch import Gate, OrderedPrefetch
 from .errors import StoreIOError, ZarrflowError
@@ -126,7 +126,7 @@ LOADABLE = "int8..int64, uint8..uint64, float16/32/64 and bfloat16"
 
 def _channel_decoding(ch: Channel, mask_and_scale: bool,
                       use_zarr_fill_value_as_mask: bool | None) -> CFDecoding | None:
-    """The channel's CF decoding (see _loader_cf), after checking that its array is numeric."""
+    """The channel's CF decoding (see _cf), after checking that its array is numeric."""
     arr = ch.array
     try:
         dtype = arr.dtype
