@@ -15,6 +15,14 @@ ForeignCodecFactory& factory() {
   return f;
 }
 
+// The output of a decode that must be exactly `out`.
+ForeignDecoder::Output exactly(std::string_view codec, ByteSpan out) {
+  return [codec, out](std::size_t n) -> Result<ByteSpan> {
+    ZF_RETURN_IF_ERROR(check_decoded_size(codec, n, out.size()));
+    return out;
+  };
+}
+
 // A bytes→bytes codec decoded by a ForeignDecoder.
 class ForeignBytesCodec final : public BytesToBytesCodec {
  public:
@@ -26,9 +34,17 @@ class ForeignBytesCodec final : public BytesToBytesCodec {
 
   Result<ConstByteSpan> decode(ConstByteSpan in, std::optional<std::size_t> decoded_size,
                                Buffer& scratch) const override {
-    ZF_RETURN_IF_ERROR(decoder_->decode(in, scratch));
-    if (decoded_size) ZF_RETURN_IF_ERROR(check_decoded_size(id_, scratch.size(), *decoded_size));
+    auto output = [&](std::size_t n) -> Result<ByteSpan> {
+      if (decoded_size) ZF_RETURN_IF_ERROR(check_decoded_size(id_, n, *decoded_size));
+      ZF_RETURN_IF_ERROR(resize_scratch(id_, scratch, n));
+      return scratch.span();
+    };
+    ZF_RETURN_IF_ERROR(decoder_->decode(in, output));
     return ConstByteSpan(scratch.span());
+  }
+
+  Status decode_into(ConstByteSpan in, ByteSpan out) const override {
+    return decoder_->decode(in, exactly(id_, out));
   }
 
  private:
@@ -36,8 +52,8 @@ class ForeignBytesCodec final : public BytesToBytesCodec {
   std::shared_ptr<const ForeignDecoder> decoder_;
 };
 
-// An array→bytes codec decoded by a ForeignDecoder: the decoded chunk lands in a scratch buffer,
-// and the selection is copied from it.
+// An array→bytes codec decoded by a ForeignDecoder: straight into the destination when the whole
+// chunk is read into dense memory, else into a scratch chunk that the selection is copied from.
 class ForeignArrayCodec final : public ArrayToBytesCodec {
  public:
   ForeignArrayCodec(std::string id, std::shared_ptr<const ForeignDecoder> decoder)
@@ -52,10 +68,11 @@ class ForeignArrayCodec final : public ArrayToBytesCodec {
   Status decode_into(ConstByteSpan encoded, const ChunkSpec& spec, const Selection& sel,
                      const StridedView& dest, const DecodeContext& ctx) const override {
     const auto nbytes = static_cast<std::size_t>(spec.nbytes());
-    Buffer chunk = ctx.acquire(nbytes);
-    ZF_RETURN_IF_ERROR(decoder_->decode(encoded, chunk));
-    ZF_RETURN_IF_ERROR(check_decoded_size(id_, chunk.size(), nbytes));
     const std::int64_t elem = spec.dtype.size;
+    if (sel.is_full(spec.shape) && dest.is_c_contiguous(elem))
+      return decoder_->decode(encoded, exactly(id_, ByteSpan(dest.data, nbytes)));
+    Buffer chunk = ctx.acquire(nbytes);
+    ZF_RETURN_IF_ERROR(decoder_->decode(encoded, exactly(id_, chunk.span())));
     Shape strides = c_strides(spec.shape, elem);
     const std::byte* src = chunk.data();
     for (std::size_t i = 0; i < strides.size(); ++i) {

@@ -30,12 +30,17 @@ struct ForeignCodecRequest {
 // Decodes chunks for one codec. Called from many threads at once.
 class ForeignDecoder {
  public:
+  // Where a decode puts its result: called once with the decoded size, it returns the memory to
+  // fill (the caller's destination, or scratch of that size), or the error when the size is wrong
+  // for the chunk.
+  using Output = std::function<Result<ByteSpan>(std::size_t decoded_size)>;
+
   virtual ~ForeignDecoder() = default;
-  // Decodes `in` into `out` (resized to the decoded size): bytes for bytes→bytes codecs; for
-  // array→bytes codecs the chunk's elements in C order and native byte order. A failure is
-  // kCorruptData (or another code) whose message names the codec and says why.
-  virtual Status decode(ConstByteSpan in, Buffer& out) const = 0;
-  // Short form for `inspect`: "pcodec(level=8) [numcodecs]".
+  // Decodes `in` into the memory `output` gives: bytes for bytes→bytes codecs; for array→bytes
+  // codecs the chunk's elements in C order and native byte order. A failure is kCorruptData (or
+  // another code) whose message names the codec and says why.
+  virtual Status decode(ConstByteSpan in, const Output& output) const = 0;
+  // Short form for `inspect`: "numcodecs.pcodec(level=8) [numcodecs]".
   [[nodiscard]] virtual std::string describe() const = 0;
 };
 

@@ -19,17 +19,17 @@ using json = nlohmann::json;
 class FakeDecoder final : public ForeignDecoder {
  public:
   explicit FakeDecoder(std::string id) : id_(std::move(id)) {}
-  Status decode(ConstByteSpan in, Buffer& out) const override {
+  Status decode(ConstByteSpan in, const Output& output) const override {
     if (id_ == "fail") return corrupt_data("fail (numcodecs): RuntimeError: checksum mismatch");
     if (id_ == "elements") {
-      out.resize(in.size() * 2);
+      ZF_ASSIGN_OR_RETURN(ByteSpan out, output(in.size() * 2));
       for (std::size_t i = 0; i < in.size(); ++i) {
-        out.data()[2 * i] = in[i];
-        out.data()[2 * i + 1] = std::byte{0};
+        out[2 * i] = in[i];
+        out[2 * i + 1] = std::byte{0};
       }
       return {};
     }
-    out.resize(in.size());
+    ZF_ASSIGN_OR_RETURN(ByteSpan out, output(in.size()));
     std::reverse_copy(in.begin(), in.end(), out.data());
     return {};
   }

@@ -18,13 +18,16 @@
 #include "zarrflow/codec/builtin.h"
 #include "zarrflow/codec/checksum32.h"
 #include "zarrflow/codec/json_config.h"
+#include "zarrflow/core/byte_order.h"
 
 namespace zarrflow {
 namespace {
 
-constexpr std::uint32_t word_le(const std::uint8_t* k, std::size_t n) {
+// The first min(n, 4) bytes at k as a little-endian word (missing bytes are zero).
+std::uint32_t word_le(const std::uint8_t* k, std::size_t n) {
+  if (n >= 4) return load_le32(k);
   std::uint32_t w = 0;
-  for (std::size_t i = 0; i < n && i < 4; ++i) w |= std::uint32_t{k[i]} << (8 * i);
+  for (std::size_t i = 0; i < n; ++i) w |= std::uint32_t{k[i]} << (8 * i);
   return w;
 }
 
