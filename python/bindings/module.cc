@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "python_codec.h"
 #include "tensor.h"
 #include "zarrflow/codec/shard_index_cache.h"
 #include "zarrflow/store/file_store.h"
@@ -546,6 +547,7 @@ NB_MODULE(_core, m) {
   });
 
   py::bind_tensor(m);
+  py::install_python_codecs();
 
   m.def(
       "cuda_status",
