@@ -439,7 +439,7 @@ def parse_args(argv=None):
                     help="no GPU, no torch: CPU readers into NumPy, no H2D copy; GPU readers listed as not run")
     ap.add_argument("--budget-s", type=float, default=420,
                     help="wall seconds since start after which remaining measurements are skipped and "
-                         "listed as skipped (default 420; the device tool stops a command at 600)")
+                         "listed as skipped (default 420)")
     args = ap.parse_args(argv)
     if args.size_gb is None:
         args.size_gb = 0.25 if args.quick else 2.0

@@ -4,7 +4,7 @@ baseline users have today, on ERA5-like stores shaped like the seed system's.
 Stores (written once; tensorstore writes the data, zarr-python the metadata and coordinates):
   wb2   WeatherBench2-style Zarr v2: t2m (time, lat, lon) and u/v/t/z/q (time, level, lat, lon),
         Blosc-LZ4 byte-shuffle, one field per chunk; 6 channels: t2m + u/v/t/z/q at 500 hPa
-  stack the seed's stacked Zarr v3 layout: data (time, channel=71, lat, lon), zstd-3, one field
+  stack the NCAR–NVIDIA hackathon's stacked Zarr v3 layout: data (time, channel=71, lat, lon), zstd-3, one field
         per chunk; 71 channels
 Grid 721x1440, also cropped to 640x1280. Batch 16, t→t+1, float32 and bfloat16 (normalised).
 Reported per run: samples/s, GB/s of batches (x and y, in the output dtype), and with a simulated
@@ -71,7 +71,7 @@ def write_wb2(path: Path, ntime: int, pool: np.ndarray, chunk_hw=(NLAT, NLON)) -
 
 def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71,
                 chunk_hw=(NLAT, NLON), zstd_level: int | None = 3) -> None:
-    """The seed's stacked layout; `zstd_level` None stores the chunks uncompressed."""
+    """The hackathon's stacked layout; `zstd_level` None stores the chunks uncompressed."""
     import tensorstore as ts
     import zarr
     from zarr.codecs import ZstdCodec
@@ -101,122 +101,6 @@ def write_once(path: Path, write) -> float | None:
     took = time.perf_counter() - t0
     print(f"wrote {path.name} in {took:.0f} s", file=sys.stderr, flush=True)
     return took
-
-
-# Timed epochs continue the warm-up epochs' numbering, as a training loop's do: the loader reads
-# the next epoch ahead (prime_next_epoch), guessing epoch + 1. Before the tenth session the timed
-# epochs restarted at 1 after warm-up epochs numbered from 100, so the first timed epoch also paid
-# for the batches of a wrong guess; `--jump-epochs` (JUMP_EPOCHS) measures that way again.
-JUMP_EPOCHS = False
-
-
-def warm_epoch(e: int) -> int:
-    return 100 + e if JUMP_EPOCHS else e
-
-
-def timed_epoch(e: int, warm: int) -> int:
-    """The number of timed epoch `e` after `warm` warm-up epochs."""
-    return 1 + e if JUMP_EPOCHS else warm + e
-
-
-def warm_then_time(ld, epochs: int, keys) -> tuple[dict, float]:
-    """Two untimed epochs (page cache, pools, GPU cache filled), then `epochs` timed ones, each
-    batch synchronised: the loader's counters `keys` over the timed epochs, and their wall time."""
-    import torch
-
-    for e in range(2):
-        ld.set_epoch(warm_epoch(e))
-        for _ in ld:
-            pass
-    s0 = ld.stats()
-    t0 = time.perf_counter()
-    for e in range(epochs):
-        ld.set_epoch(timed_epoch(e, 2))
-        for _ in ld:
-            torch.cuda.synchronize()
-    wall = time.perf_counter() - t0
-    s1 = ld.stats()
-    return {k: s1[k] - s0[k] for k in keys}, wall
-
-
-# Shared by the probes (probe_pieces.py, probe_frames.py, probe_workers.py; the parser also by
-# probe_consumer.py and probe_grace.py): the 71-channel store, one loader over it timed, a JSON
-# line per run and one results file.
-def probe_parser(doc: str, epochs: int, ntime: int = 64) -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=doc,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="bench_data")
-    ap.add_argument("--out", default="bench_results")
-    ap.add_argument("--ntime", type=int, default=ntime)
-    ap.add_argument("--epochs", type=int, default=epochs)
-    ap.add_argument("--gpu-memory-limit", default="0.9",
-                    help="zarrflow's GPU memory limit (no model beside these loops)")
-    add_jump_epochs(ap)
-    return ap
-
-
-def add_jump_epochs(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--jump-epochs", action="store_true",
-                    help="number the timed epochs from 1 after warm-up epochs from 100, as "
-                         "before the tenth session (the first timed epoch then also pays for "
-                         "the read-ahead of a wrong next epoch)")
-
-
-def set_jump_epochs(args) -> None:
-    global JUMP_EPOCHS
-    JUMP_EPOCHS = bool(args.jump_epochs)
-
-
-def probe_store(args) -> Path:
-    """Sets the probe's GPU memory limit and epoch numbering, and writes the 71-channel store
-    once: its path."""
-    zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
-    set_jump_epochs(args)
-    store = Path(args.data) / f"stack71_{args.ntime}.zarr"
-    write_once(store, lambda: write_stack(store, args.ntime, field_pool()))
-    return store
-
-
-def time_stack71(store: Path, epochs: int, keys, **loader_kw) -> tuple[dict, float]:
-    """warm_then_time of a GPU loader of all 71 channels (batch 16, float32, block shuffle,
-    GPU-only decoding; `loader_kw` adds or overrides settings), closed afterwards."""
-    kw = dict(batch_size=16, device="cuda", dtype="float32", shuffle="block", seed=0,
-              prefetch=2, host_decode_share=0.0) | loader_kw
-    ld = zarrflow.Loader(str(store), [f"data@c{i}" for i in range(71)], **kw)
-    try:
-        return warm_then_time(ld, epochs, keys)
-    finally:
-        ld.close()
-
-
-def probe_results(**extra) -> dict:
-    import torch
-
-    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "gpu": torch.cuda.get_device_name(), "cpus": len(os.sched_getaffinity(0)),
-            "jump_epochs": JUMP_EPOCHS, **extra, "runs": []}
-
-
-def record_run(results: dict, r: dict) -> None:
-    """Adds run `r`, prints it as a JSON line, and empties the pools for the next run."""
-    import torch
-
-    r.update(pool_held())
-    results["runs"].append(r)
-    print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}),
-          flush=True)
-    torch.cuda.empty_cache()
-    zarrflow.release_memory()
-
-
-def write_probe(results: dict, out: str, probe: str) -> None:
-    """`out`/probe_<probe>_<GPU>.json."""
-    import torch
-
-    path = Path(out)
-    path.mkdir(parents=True, exist_ok=True)
-    gpu = torch.cuda.get_device_name().split()[-1].lower()
-    (path / f"probe_{probe}_{gpu}.json").write_text(json.dumps(results, indent=1))
 
 
 def pool_calls() -> dict:
@@ -269,7 +153,7 @@ def timed_epochs(ld, variables, *, dtype, step_s: float, epochs: int) -> dict:
     warm = 0
     for e in range(8):
         before, share = pool_calls(), ld.decode_share
-        ld.set_epoch(warm_epoch(e))
+        ld.set_epoch(e)
         warm += 1
         for _ in ld:
             if step_s:
@@ -283,7 +167,9 @@ def timed_epochs(ld, variables, *, dtype, step_s: float, epochs: int) -> dict:
     epoch_s = []
     for e in range(epochs):
         te = time.perf_counter()
-        ld.set_epoch(timed_epoch(e, warm))
+        # Numbered on from the warm-up epochs, as a training loop's are: the loader reads the
+        # next epoch's first batches ahead, guessing epoch + 1.
+        ld.set_epoch(warm + e)
         it = iter(ld)
         while True:
             w0 = time.perf_counter()
@@ -410,7 +296,7 @@ def main() -> int:
                     help="timed epochs per run (x4 for the 6-channel store's 7-batch epochs)")
     ap.add_argument("--only-cache", action="store_true", help="only the cached runs")
     ap.add_argument("--seed-chunks", action="store_true",
-                    help="only: stores chunked like the seed's rechunked one, (640, 1280) per "
+                    help="only: stores chunked like the hackathon's rechunked store, (640, 1280) per "
                          "field (edge chunks at 721x1440), read as 640x1280 windows (2 and 3 "
                          "workers) and as whole 721x1440 fields (2 workers)")
     ap.add_argument("--windows", action="store_true",
@@ -426,11 +312,9 @@ def main() -> int:
     ap.add_argument("--gpu-memory-limit", default="0.9",
                     help="zarrflow's GPU memory limit in these loader-only loops, with no model "
                          "beside them (the library's default leaves 60%% of the GPU to a model)")
-    add_jump_epochs(ap)
     args = ap.parse_args()
     import torch
 
-    set_jump_epochs(args)
     limit = zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
     data, out = Path(args.data), Path(args.out)
     data.mkdir(parents=True, exist_ok=True)
@@ -449,7 +333,7 @@ def main() -> int:
     stats_stack = {"mean": [0.0] * 71, "std": [1.0] * 71}
     results = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                "gpu": torch.cuda.get_device_name(), "cpus": len(os.sched_getaffinity(0)),
-               "gpu_memory_limit": limit, "jump_epochs": JUMP_EPOCHS, "runs": []}
+               "gpu_memory_limit": limit, "runs": []}
     crops = {"721x1440": None, "640x1280": {"latitude": (0, 640), "longitude": (0, 1280)}}
     configs = [(wb2, wb2_vars, stats_wb2, "wb2 v2 blosc-lz4, 6 ch"),
                (stack, stack_vars, stats_stack, "stacked v3 zstd, 71 ch")]

@@ -1,8 +1,8 @@
 """Plot benchmarks/bench_loader.py results: GB/s of float32 batches by store, grid and number of
 workers (loader only), with the 30 GB/s target and the GPU chunk-cache runs.
 
-    python benchmarks/plot_loader.py docs/results/bench_loader_h200_workers.json \
-        docs/results/bench_loader_h200_seedchunks.json --out docs/results/bench_loader_h200_workers.png
+    python benchmarks/plot_loader.py docs/results/bench_loader_h100.json \
+        --out docs/results/bench_loader_h100.png
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Plot examples/train_unet.py results: samples/s per run (bars) and data-wait share (labels).
 
-    python benchmarks/plot_train.py docs/results/train_unet_6ch_1gpu.json \
-        docs/results/train_unet_6ch_1gpu_loader.json --out docs/results/train_unet_6ch_1gpu.png
+    python benchmarks/plot_train.py docs/results/train_unet_6ch_h100.json \
+        docs/results/train_unet_71ch_h100.json --out docs/results/train_unet_h100.png
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ if want rechunk; then
 fi
 if want train; then
   # One training process: CHANNELS LAYOUT NGPU NTIME CODEC TAG [train_unet.py arguments...]
-  # (6 channels: WeatherBench2-style v2 store; 71: the seed's stacked v3 store; LAYOUT pool: the
+  # (6 channels: WeatherBench2-style v2 store; 71: the hackathon's stacked v3 store; LAYOUT pool: the
   # loader benchmark's 71-channel store; CODEC '-' = synth's default). The store is synthesised once per (channels, layout, steps, codec); NGPU > 1 runs
   # DDP through torchrun. Sets STORE and CHARG (used by the loader-only run below).
   train_line() {
@@ -118,8 +118,8 @@ if want train; then
     STORE=/tmp/zf_train_${CH}_${LAYOUT}_${NT}_${CODEC//[:]/-}.zarr
     if [ "$LAYOUT" = pool ]; then
       # bench_loader's 71-channel zstd store (tensorstore writes it in ~1 min at 160 steps, synth
-      # takes ~5 min at 80), where benchmarks/probe_frames.py keeps it: written once for both.
-      # CODEC none: the same fields uncompressed (the seed's other choice).
+      # takes ~5 min at 80), written once.
+      # CODEC none: the same fields uncompressed (the hackathon's other choice).
       local LEVEL=3
       STORE=/tmp/zarrflow_bench/stack71_${NT}.zarr
       [ "$CODEC" = none ] && LEVEL=None && STORE=/tmp/zarrflow_bench/stack71_${NT}_none.zarr

@@ -34,8 +34,8 @@ if [ ! -f "$stamp" ]; then
   # Build requirements (we build without isolation so the CMake build dir is reused) and the
   # extras the tests and the demo use: zarr-python, numcodecs and tensorstore as peers.
   "$VPY" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4" "numpy>=1.24" "ml_dtypes>=0.4" \
-    "pytest>=7" "zarr>=3.1" "numcodecs>=0.15" "tensorstore>=0.1.70" "xarray>=2024.1" \
-    "moto[server]>=5" "boto3>=1.36" "pcodec>=0.3"
+    "pytest>=7" "zarr>=3.1" "numcodecs>=0.15" "tensorstore>=0.1.70" "xarray>=2024.10" \
+    "moto[server]>=5" "boto3>=1.36" "netCDF4>=1.6" "cftime>=1.6" "dask>=2024.1" "pcodec>=0.3"
   touch "$stamp"
 fi
 

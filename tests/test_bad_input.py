@@ -283,14 +283,14 @@ def test_v2_unknown_compressor_id(tmp_path: Path) -> None:
     expect(zarrflow.UnsupportedError, open_direct(s), ARR, "frobnicate")
 
 
-@pytest.mark.parametrize("dtype", ["float8_e4m3", "string", "complex32"])
+@pytest.mark.parametrize("dtype", ["float8_e4m3", "complex32"])
 def test_v3_unsupported_data_type(tmp_path: Path, dtype: str) -> None:
     s = make_store(tmp_path)
     edit_json(s.meta_file(), lambda m: m.__setitem__("data_type", dtype))
     expect(zarrflow.UnsupportedError, open_direct(s), ARR, dtype)
 
 
-@pytest.mark.parametrize("typestr", ["|O", "<U4", "|S8", "<M8[ns]"])
+@pytest.mark.parametrize("typestr", ["|O", "<i3"])  # |O without an object codec
 def test_v2_unsupported_dtype(tmp_path: Path, typestr: str) -> None:
     s = make_store(tmp_path, zarr_format=2)
     edit_json(s.meta_file(), lambda m: (m.__setitem__("dtype", typestr), m.__setitem__("fill_value", None)))

@@ -8,6 +8,7 @@ shape "(10, 12)" / "[10, 12]" / "10 x 12"; counts "present 5 ... missing 4" or "
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -238,3 +239,47 @@ def test_zarrflow_importable_in_subprocess() -> None:
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert Path(r.stdout.strip()).resolve() == Path(zarrflow.__file__).resolve()
+
+
+def test_inspect_marks_unreadable_arrays_and_goes_on(tmp_path: Path) -> None:
+    zarr = pytest.importorskip("zarr")
+    root = tmp_path / "odd.zarr"
+    g = zarr.open_group(str(root), mode="w", zarr_format=3)
+    for name in ("a_good", "b_bad_json", "c_bad_type", "d_good"):
+        g.create_array(name, shape=(4,), chunks=(2,), dtype="float32")[...] = 1.0
+    sub = g.create_group("sub")
+    sub.create_array("e_bad", shape=(3,), dtype="int8")
+    (root / "b_bad_json" / "zarr.json").write_text("{ not json")
+    meta = json.loads((root / "c_bad_type" / "zarr.json").read_text())
+    meta["data_type"] = "no_such_type"
+    (root / "c_bad_type" / "zarr.json").write_text(json.dumps(meta))
+    (root / "sub" / "e_bad" / "zarr.json").write_text("[]")
+    r = run_cli("inspect", str(root))
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    lines = r.stdout.splitlines()
+    for name in ("b_bad_json", "c_bad_type", "e_bad"):
+        (i,) = [i for i, line in enumerate(lines) if f"{name}  [unreadable]" in line]
+        assert "Error: " in lines[i + 1] and name in lines[i + 1]  # the reason, naming the file
+    assert "no_such_type" in r.stdout
+    for name in ("a_good", "d_good"):
+        assert f"{name}  [array]" in r.stdout
+    assert "3 member(s) could not be read: b_bad_json, c_bad_type, sub/e_bad" in r.stderr
+
+
+def test_version_and_help_texts(capsys) -> None:
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"zarrflow {zarrflow.__version__}"
+    from zarrflow import cli
+
+    for args in (["--help"], ["inspect", "--help"], ["synth", "--help"], ["rechunk", "--help"],
+                 ["bench", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            cli.main(args)
+        assert e.value.code == 0
+        out = capsys.readouterr().out
+        assert "usage: zarrflow" in out
+        for markup in ("``", ":class:", ":func:", "*your*"):
+            assert markup not in out, (args, markup)
+        if args[0] == "inspect":
+            assert "cannot be read is marked" in out and "URL" in out

@@ -152,9 +152,11 @@ def _corrupt_once(path: Path, rng: random.Random) -> None:
 # Chains whose data is covered by a checksum the GPU path verifies (crc32c; the CRC-32 / Adler-32
 # trailers of gzip and zlib, checked after nvCOMP inflates): corruption never goes unnoticed.
 CHECKSUMMED = {"zstd+crc32c", "gzip", "v2-zlib"}
-# zarrflow's own decoders (Blosc's lz4/blosclz, numcodecs LZ4) check what liblz4/c-blosc check,
-# and Blosc's zlib streams have their Adler-32 verified; only Blosc's header is unprotected.
-STRICT = {"blosc-lz4-shuffle", "blosc-blosclz-bitshuffle", "v2-lz4", "blosc-zlib-noshuffle"}
+# zarrflow's own decoders (Blosc's lz4/blosclz, numcodecs LZ4) accept exactly what liblz4/c-blosc
+# accept, and decode it to the same bytes, corrupt or not.
+OWN_DECODERS = {"blosc-lz4-shuffle", "blosc-blosclz-bitshuffle", "v2-lz4"}
+# Blosc's zlib streams have their Adler-32 verified; only Blosc's header is unprotected.
+STRICT = OWN_DECODERS | {"blosc-zlib-noshuffle"}
 
 
 @pytest.mark.parametrize("codec", ["blosc-lz4-shuffle", "blosc-blosclz-bitshuffle",
@@ -165,7 +167,8 @@ def test_fuzzed_chunks_match_the_cpu_or_raise(codec, tmp_path):
     without error, the GPU returns the same bytes; where the CPU raises, the GPU raises the same
     kind of error naming the chunk — except that a decoder may not notice corruption in formats
     without a checksum (nvCOMP validates less than libzstd/libdeflate); such reads are counted,
-    and must not happen for checksummed chains."""
+    and must not happen for checksummed chains or zarrflow's own decoders, which also decode
+    every corrupt chunk the CPU decodes to the CPU's bytes."""
     stores = gpu_codec_stores(tmp_path)
     path, original = stores[codec]
     rng = random.Random(zlib.crc32(codec.encode()))
@@ -185,7 +188,7 @@ def test_fuzzed_chunks_match_the_cpu_or_raise(codec, tmp_path):
             gpu_error = e
         if cpu_error is None:
             assert gpu_error is None, f"GPU raised {gpu_error!r} where the CPU read fine"
-            if np.array_equal(cpu, original) or codec in CHECKSUMMED:
+            if np.array_equal(cpu, original) or codec in CHECKSUMMED | OWN_DECODERS:
                 assert np.array_equal(gpu, cpu_bytes(cpu))
             else:
                 # A corrupt chunk that libzstd/libdeflate/liblz4 decode without complaint (no

@@ -195,7 +195,8 @@ def test_existing_output_and_overwrite(wb2, tmp_path):
 
 
 def test_single_array_and_subset(wb2, tmp_path):
-    rechunk(wb2 / "temperature", tmp_path / "t.zarr", Options(chunks={"time": 5}), progress=False)
+    rechunk(wb2 / "temperature", tmp_path / "t.zarr", Options(chunks={"time": 5}, verify=True),
+            progress=False)
     t = zarrflow.open_array(tmp_path / "t.zarr")
     assert t.chunks == (5, 1, NLAT, NLON)
     assert same_bytes(t[...], zarrflow.open_array(wb2 / "temperature")[...])
@@ -226,15 +227,23 @@ def test_units_cover_source_chunks_and_write_blocks():
     (Options(codec="lzma"), "unknown codec"),
     (Options(codec="zstd:99"), "out of range"),
     (Options(chunks={"time": 0}), ">= 1"),
-    (Options(arrays=("nope",)), "no array named nope"),
+    (Options(arrays=("nope",)), r"unknown array .nope. \(known: 2m_temperature"),
     (Options(stack=("nope",)), "unknown variable"),
+    (Options(stack=("geopotentail@500",)),
+     r"--stack: unknown variable 'geopotentail' \(did you mean 'geopotential'\?; known: "),
+    (Options(chunks={"tim": 1}),
+     r"--chunks: unknown dimension 'tim' \(did you mean 'time'\?; known: time, latitude, longitude, level\)"),
+    (Options(shards={"lattitude": 2}),
+     r"--shards: unknown dimension 'lattitude' \(did you mean 'latitude'\?"),
+    (Options(stack=("2m_temperature",), chunks={"chanel": 1}), r"did you mean 'channel'\?"),
+    (Options(stack=("2m_temperature",), stack_name="time"), "also the name of an array"),
     (Options(stack=("geopotential",)), "say which one"),
     (Options(memory=1000), "does not fit in --memory"),
 ])
 def test_bad_requests(wb2, tmp_path, opts, match):
     with pytest.raises(errors.ZarrflowError, match=match):
         rechunk(wb2, tmp_path / "o", opts, progress=False)
-    assert not (tmp_path / "o").exists()
+    assert list(tmp_path.iterdir()) == []  # nothing written, not even <dest>.partial
 
 
 def test_unwritable_destination(wb2, tmp_path):
@@ -268,6 +277,13 @@ def test_cli(wb2, tmp_path):
     assert r.returncode == 1 and "dim=size" in r.stderr
     r = run_cli("rechunk", str(wb2), str(tmp_path / "x"), "--part", "3/2")
     assert r.returncode == 1 and "part" in r.stderr
+
+
+def test_cli_names_an_unknown_dimension_and_writes_nothing(wb2, tmp_path):
+    r = run_cli("rechunk", str(wb2), str(tmp_path / "t.zarr"), "--chunks", "tim=1")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "unknown dimension 'tim' (did you mean 'time'?; known: time, latitude, longitude, level)" in r.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_write_failure_like_a_full_disk_is_clear_and_resumable(wb2, tmp_path, monkeypatch):

@@ -318,6 +318,101 @@ def test_unreachable_server_fails_fast_and_clearly() -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# misbehaving servers: bounded bodies, servers that ignore Range, drips, garbage
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory):
+    """A (8, 32, 32) int32 array of one shard per time step with its index at the end, and one
+    with the index at the start; raw inner chunks of (1, 8, 8)."""
+    tmp_path = tmp_path_factory.mktemp("sharded")
+    data = np.arange(8 * 32 * 32, dtype="int32").reshape(8, 32, 32)
+    for name, location in (("end.zarr", "end"), ("start.zarr", "start")):
+        a = zarr.create_array(str(tmp_path / name), shape=data.shape, chunks=(1, 8, 8),
+                              shards=(1, 32, 32), dtype="int32", compressors=None, fill_value=0,
+                              serializer=zarr.codecs.ShardingCodec(
+                                  chunk_shape=(1, 8, 8), index_location=location))
+        a[...] = data
+    return tmp_path, data
+
+
+@pytest.mark.parametrize("omit_length", [False, True])
+def test_sharded_reads_from_a_server_that_ignores_range(sharded, omit_length) -> None:
+    """200 with the whole shard to every ranged GET (python -m http.server): the asked windows
+    and the index at the end are cut from the streamed value."""
+    path, data = sharded
+    region = (slice(2, 5), slice(3, 20), slice(8, 30))
+    with RangeServer(path) as srv:
+        srv.ignore_range, srv.omit_length = True, omit_length
+        for name in ("end.zarr", "start.zarr"):
+            a = zarrflow.open(f"{srv.url}/{name}", storage_options=FAST)
+            np.testing.assert_array_equal(a[region], data[region])
+            np.testing.assert_array_equal(a[...], data)
+        assert all(r.status == 200 for r in srv.requests)
+
+
+def test_ignored_suffix_range_beyond_max_object_bytes_is_refused(sharded) -> None:
+    path, _ = sharded
+    with RangeServer(path) as srv:
+        srv.ignore_range = True
+        a = zarrflow.open(f"{srv.url}/end.zarr", storage_options={**FAST,
+                                                                  "max_object_bytes": 4000})
+        with pytest.raises(errors.StoreIOError, match="ignored the Range header") as e:
+            a[0, :8, :8]
+        assert f"{srv.url}/end.zarr/c/0/0/0" in str(e.value) and "max_object_bytes" in str(e.value)
+
+
+MISBEHAVIOUR = [
+    # (fault, its parameters, path it fires on, storage options, message)
+    ("endless", {}, r"/zarr\.json$", {}, "longer than the 100000 bytes allowed"),
+    ("endless", {}, r"/c/3/0/0$", {}, "longer than the 100000 bytes allowed"),
+    ("endless", dict(content_length=10**15), r"/c/3/0/0$", {}, "announces 1000000000000000 bytes"),
+    ("garbage", {}, r"/c/3/0/0$", {}, "curl"),
+    ("redirect", {}, r"/c/3/0/0$", {}, "redirects"),
+    ("drip", dict(bytes_per_second=50), r"/c/3/0/0$", dict(max_attempts=1), "too slow"),
+    ("drip", dict(bytes_per_second=50), r"/c/3/0/0$", dict(total_timeout=1.5),
+     "total_timeout of 1.5 s reached"),
+    ("status", dict(code=503), r"/c/3/0/0$", dict(total_timeout=0.5),
+     "HTTP 503.*total_timeout of 0.5 s reached"),
+]
+
+
+@pytest.mark.parametrize(
+    "kind,params,where,options,message", MISBEHAVIOUR,
+    ids=[f"{k}-{w.split('/')[-1][:-1]}-{'-'.join(o)}" for k, _, w, o, _ in MISBEHAVIOUR])
+def test_misbehaving_servers_end_in_clear_errors(served, kind, params, where, options,
+                                                 message) -> None:
+    """Each within the configured limits: 100 kB for a whole value, at least 1 KiB/s over any
+    second, and (where set) a total time for every attempt of one read."""
+    srv, url, data = served
+    opts = {**FAST, "max_attempts": 50, "backoff_base": 0.05, "backoff_max": 0.1,
+            "max_object_bytes": 100000, **options}
+    srv.add_fault(kind, path=where, count=None, **params)
+    with pytest.raises(errors.StoreIOError, match=message) as e:
+        zarrflow.open(url, storage_options=opts)[3]
+    key = "zarr.json" if "json" in where else "c/3/0/0"
+    assert f"{url}/{key}" in str(e.value)
+    if key != "zarr.json":
+        assert f"chunk '{key}'" in str(e.value)
+    srv.clear_faults()
+    np.testing.assert_array_equal(zarrflow.open(url, storage_options=opts)[3], data[3])
+
+
+@pytest.mark.parametrize("kind,params", [("endless", {}), ("shifted_range", dict(shift=4))])
+def test_shard_index_from_a_misbehaving_server(sharded, kind, params) -> None:
+    """An endless body for the suffix range of a shard index, a 206 for another range (one
+    inner chunk is read: the index's suffix range, then that chunk's range)."""
+    path, _ = sharded
+    with RangeServer(path) as srv:
+        a = zarrflow.open(f"{srv.url}/end.zarr", storage_options=FAST)
+        srv.add_fault(kind, path=r"/c/1/0/0$", count=None, **params)
+        with pytest.raises(errors.StoreIOError,
+                           match="more than the 260 bytes|different range") as e:
+            a[1, :8, :8]
+        assert f"{srv.url}/end.zarr/c/1/0/0" in str(e.value)
+
+
+# --------------------------------------------------------------------------------------------
 # concurrency, connection reuse, coalescing
 # --------------------------------------------------------------------------------------------
 
@@ -325,6 +420,7 @@ def test_requests_in_flight_are_bounded_and_default_to_64(served) -> None:
     srv, url, data = served
     srv.delay = 0.05
     a = zarrflow.open(url)
+    assert a.remote_stats()["io_threads"] == 0  # metadata only: no I/O thread started yet
     srv.clear_log()
     np.testing.assert_array_equal(a[...], data)
     assert srv.max_in_flight >= 32, srv.max_in_flight  # 64 chunks, 64 allowed at once
@@ -541,7 +637,13 @@ def test_gcs_requests_carry_the_bearer_token(small_store, monkeypatch) -> None:
         def log_message(self, *a):
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(http.server.ThreadingHTTPServer):
+        # socketserver's default listen backlog of 5 drops most of 64 simultaneous connects:
+        # the client then waits for SYN retransmits (1 s, 3 s, 7 s, ...) and retries.
+        request_queue_size = 128
+        daemon_threads = True
+
+    httpd = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         monkeypatch.delenv("GCS_OAUTH_TOKEN", raising=False)
@@ -554,6 +656,7 @@ def test_gcs_requests_carry_the_bearer_token(small_store, monkeypatch) -> None:
         assert seen and all(h is None for h in seen)
     finally:
         httpd.shutdown()
+        httpd.server_close()
 
 
 def test_virtual_host_addressing(s3, corpus) -> None:

@@ -246,6 +246,22 @@ def test_script_mode(root: Path) -> None:
     assert proc.stderr.read() == ""
 
 
+def test_script_mode_ignoring_ranges(root: Path) -> None:
+    script = Path(__file__).parent / "servers" / "range_server.py"
+    proc = subprocess.Popen([sys.executable, str(script), str(root), "--ignore-range"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        host, port = proc.stdout.readline().strip().removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=5)
+        conn.request("GET", "/data.bin", headers={"Range": "bytes=-3"})
+        resp = conn.getresponse()
+        assert (resp.status, resp.read()) == (200, DATA)
+        conn.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+
+
 # --- faults ------------------------------------------------------------------------------------
 
 
@@ -379,6 +395,10 @@ def test_add_fault_validation(srv: RangeServer) -> None:
         srv.add_fault("truncate", fraction=1.0)
     with pytest.raises(ValueError):
         srv.add_fault("reset", every=0)
+    with pytest.raises(ValueError):
+        srv.add_fault("drip", bytes_per_second=0)
+    with pytest.raises(TypeError):
+        srv.add_fault("endless", seconds=1)
     assert srv.pending_faults == 0
 
 
@@ -394,6 +414,87 @@ def test_concurrent_requests_consume_each_fault_once(srv: RangeServer) -> None:
         statuses = sorted(pool.map(one, range(10)))
     assert statuses == [200] * 5 + [503] * 5
     assert srv.faults_fired["status"] == 5
+
+
+# --- misbehaving servers -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("header", ["bytes=10-19", "bytes=-5", "bytes=1000-", None])
+def test_ignore_range_answers_200_with_the_whole_file(srv: RangeServer, header: str | None) -> None:
+    srv.ignore_range = True
+    status, headers, body = fetch(srv, "/data.bin", {"Range": header} if header else None)
+    assert (status, body, headers["Content-Length"]) == (200, DATA, "1000")
+    assert "Content-Range" not in headers
+
+
+def test_omit_length_ends_the_body_by_closing(srv: RangeServer) -> None:
+    srv.omit_length = True
+    conn = http.client.HTTPConnection(srv.host, srv.port, timeout=5)
+    conn.request("GET", "/data.bin", headers={"Range": "bytes=10-19"})
+    resp = conn.getresponse()
+    assert resp.status == 206 and "Content-Length" not in resp.headers
+    assert resp.headers["Content-Range"] == "bytes 10-19/1000"
+    assert resp.read() == DATA[10:20]
+    conn.close()
+    assert fetch(srv, "/data.bin")[2] == DATA
+    assert srv.connections == 2
+
+
+def test_drip_sends_the_body_slowly(srv: RangeServer) -> None:
+    srv.add_fault("drip", bytes_per_second=4000)
+    start = time.monotonic()
+    status, headers, body = fetch(srv, "/data.bin")
+    assert (status, body, headers["Content-Length"]) == (200, DATA, "1000")
+    assert time.monotonic() - start >= 0.2  # 1000 bytes at 4000 B/s, minus the last piece
+    assert srv.requests[-1][3:] == (200, 1000, "drip")
+
+
+@pytest.mark.parametrize("content_length", [None, 10**15])
+def test_endless_body(srv: RangeServer, content_length: int | None) -> None:
+    srv.add_fault("endless", **({} if content_length is None else
+                                {"content_length": content_length}))
+    with socket.create_connection((srv.host, srv.port), timeout=5) as sock:
+        sock.sendall(b"GET /data.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-99\r\n\r\n")
+        raw = b""
+        while len(raw) < 3 << 20:
+            raw += sock.recv(1 << 20)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 206") and b"Content-Range: bytes 0-99/1000" in head
+    if content_length is None:
+        assert b"Content-Length" not in head
+    else:
+        assert b"Content-Length: 1000000000000000" in head
+    assert body[:100] == DATA[:100] and body[100:] == bytes(len(body) - 100)
+    assert srv.requests[0].fault == "endless"
+
+
+def test_garbage_is_not_http(srv: RangeServer) -> None:
+    srv.add_fault("garbage", data=b"SSH-2.0-nope\r\n")
+    with socket.create_connection((srv.host, srv.port), timeout=5) as sock:
+        sock.sendall(b"GET /data.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        raw = b""
+        while chunk := sock.recv(65536):
+            raw += chunk
+    assert raw == b"SSH-2.0-nope\r\n"
+    srv.add_fault("garbage")
+    with pytest.raises(http.client.HTTPException):
+        fetch(srv, "/data.bin")
+
+
+def test_shifted_range(srv: RangeServer) -> None:
+    srv.add_fault("shifted_range", shift=5)
+    status, headers, body = fetch(srv, "/data.bin", {"Range": "bytes=10-19"})
+    assert (status, body, headers["Content-Range"]) == (206, DATA[15:25], "bytes 15-24/1000")
+
+
+def test_redirect_loop(srv: RangeServer) -> None:
+    srv.add_fault("redirect", count=None)
+    for _ in range(2):
+        status, headers, _ = fetch(srv, "/data.bin?x=1")
+        assert (status, headers["Location"]) == (302, "/data.bin?x=1")
+    srv.clear_faults()
+    srv.add_fault("redirect", location="/dir/sub%20file.bin")
+    assert fetch(srv, "/data.bin")[1]["Location"] == "/dir/sub%20file.bin"
 
 
 # --- moto S3 -----------------------------------------------------------------------------------

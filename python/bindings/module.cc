@@ -16,6 +16,7 @@
 
 #include "python_codec.h"
 #include "tensor.h"
+#include "vlen.h"
 #include "zarrflow/codec/shard_index_cache.h"
 #include "zarrflow/store/file_store.h"
 #include "zarrflow/store/http_store.h"
@@ -124,7 +125,7 @@ nb::dict http_stats(const HttpStore& s) {
   d["bytes"] = c.bytes.load();
   d["in_flight"] = c.in_flight.load();
   d["max_in_flight"] = c.max_in_flight.load();
-  d["io_threads"] = s.io_pool()->size();
+  d["io_threads"] = s.io_threads();
   return d;
 }
 
@@ -175,6 +176,16 @@ void read_into(const Array& arr, const std::vector<std::int64_t>& start,
                            static_cast<std::int64_t>(out.itemsize()));
   }
   host_read(arr, to_selection(start, count, step), view, exec);
+}
+
+// read_vlen with the GIL released; raises on failure.
+VlenData vlen_read(const Array& arr, const Selection& sel, Executor* exec) {
+  Result<VlenData> r = VlenData{};
+  {
+    nb::gil_scoped_release release;
+    r = read_vlen(arr, sel, read_options(exec));
+  }
+  return value_or_throw(std::move(r));
 }
 
 std::int64_t product(const std::vector<std::int64_t>& v) {
@@ -686,6 +697,7 @@ NB_MODULE(_core, m) {
 
   nb::class_<Array>(m, "Array")
       .def_prop_ro("path", &Array::path)
+      .def_prop_ro("description", &Array::describe)
       .def("remote_stats",
            [](const Array& a) -> nb::object {
              const auto* http = dynamic_cast<const HttpStore*>(&a.store());
@@ -698,7 +710,7 @@ NB_MODULE(_core, m) {
            })
       .def_prop_ro("zarr_format", [](const Array& a) { return a.metadata().zarr_format; })
       .def_prop_ro("shape", [](const Array& a) { return to_tuple(a.shape()); })
-      .def_prop_ro("dtype", [](const Array& a) { return a.dtype().numpy_str(); })
+      .def_prop_ro("dtype", [](const Array& a) { return numpy_dtype_string(a.metadata()); })
       .def_prop_ro("dtype_name", [](const Array& a) { return a.metadata().dtype_json; })
       .def_prop_ro("chunks", [](const Array& a) { return to_tuple(a.read_chunk_shape()); })
       .def_prop_ro("grid_chunks", [](const Array& a) { return to_tuple(a.metadata().chunk_shape); })
@@ -731,6 +743,21 @@ NB_MODULE(_core, m) {
            [](const Array& a, const std::vector<std::int64_t>& c) { return a.chunk_key(c); })
       .def("read_into", &read_into, "start"_a, "count"_a, "step"_a, "out"_a,
            "executor"_a = nb::none())
+      .def(
+          "read_vlen_objects",
+          [](const Array& a, const std::vector<std::int64_t>& start,
+             const std::vector<std::int64_t>& count, const std::vector<std::int64_t>& step,
+             Executor* exec) {
+            return py::vlen_objects(vlen_read(a, {start, count, step}, exec),
+                                    a.dtype().kind == DTypeKind::kVlenString);
+          },
+          "start"_a, "count"_a, "step"_a, "executor"_a = nb::none())
+      .def(
+          "read_vlen",
+          [](const Array& a, const std::vector<std::int64_t>& start,
+             const std::vector<std::int64_t>& count, const std::vector<std::int64_t>& step,
+             Executor* exec) { return py::vlen_buffers(vlen_read(a, {start, count, step}, exec)); },
+          "start"_a, "count"_a, "step"_a, "executor"_a = nb::none())
       .def(
           "read_host_tensor",
           [](const Array& a, const std::vector<std::int64_t>& start,
@@ -792,13 +819,22 @@ NB_MODULE(_core, m) {
 
   m.def(
       "open_node",
-      [](std::shared_ptr<Store> store, const std::string& path, std::optional<int> zarr_format) {
+      [](std::shared_ptr<Store> store, const std::string& path, std::optional<int> zarr_format,
+         bool use_consolidated) {
         Result<Node> r = internal_error("unset");
         {
           nb::gil_scoped_release release;  // metadata reads may go over the network
-          r = open_node(std::move(store), path, zarr_format);
+          r = open_node(store, path, zarr_format);
         }
-        return wrap_node(value_or_throw(std::move(r)));
+        Node node = value_or_throw(std::move(r));
+        // use_consolidated=False: members listed and opened from the store, not the metadata copy.
+        if (auto* g = std::get_if<std::shared_ptr<Group>>(&node);
+            g != nullptr && !use_consolidated && (*g)->metadata().consolidated) {
+          GroupMetadata md = (*g)->metadata();
+          md.consolidated.reset();
+          node = std::make_shared<Group>(std::move(store), path, std::move(md));
+        }
+        return wrap_node(std::move(node));
       },
-      "store"_a, "path"_a = "", "zarr_format"_a = nb::none());
+      "store"_a, "path"_a = "", "zarr_format"_a = nb::none(), "use_consolidated"_a = true);
 }

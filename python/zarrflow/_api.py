@@ -14,18 +14,15 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from . import _core, _gpu
+from . import _core, _dtypes, _gpu, _indexing
+from ._names import unknown_name
 from ._remote import is_remote, open_remote
 from ._threads import make_executor
-from .errors import NodeNotFoundError, ZarrflowIndexError
+from .errors import MetadataError, NodeNotFoundError, ZarrflowIndexError
 
 
 def _numpy_dtype(name: str) -> np.dtype:
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
+    return _dtypes.numpy_dtype(name)
 
 
 def _store_and_path(path: str | os.PathLike,
@@ -51,7 +48,7 @@ def _wrap(node: Any, executor: _core.Executor) -> "Array | Group":
 
 
 def open(path: str | os.PathLike, *, zarr_format: int | None = None,
-         threads: int | None = None,
+         use_consolidated: bool | None = None, threads: int | None = None,
          storage_options: dict[str, Any] | None = None) -> "Array | Group":
     """Open the Zarr array or group (v2 or v3) stored at ``path``.
 
@@ -60,10 +57,16 @@ def open(path: str | os.PathLike, *, zarr_format: int | None = None,
     requests in flight, timeouts, retries; see ``zarrflow._remote``). ``threads`` sets the size
     of the pool this hierarchy decodes with (default: the shared pool, sized by
     ZARRFLOW_NUM_THREADS or the CPU count); remote stores fetch on their own I/O pool of
-    ``max_in_flight`` threads.
+    ``max_in_flight`` threads. ``use_consolidated`` (as in zarr-python): None lists a group's
+    members from its consolidated metadata when it has some, True requires it, False lists
+    and opens them from the store.
     """
     store, node_path = _store_and_path(path, storage_options)
-    return _wrap(_core.open_node(store, node_path, zarr_format), make_executor(threads))
+    node = _core.open_node(store, node_path, zarr_format, use_consolidated is not False)
+    if use_consolidated and isinstance(node, _core.Group) and not node.consolidated:
+        raise MetadataError(f"'{os.fspath(path)}' has no consolidated metadata "
+                            f"(use_consolidated=True; pass None or False to list the store)")
+    return _wrap(node, make_executor(threads))
 
 
 def open_array(path: str | os.PathLike, **kwargs: Any) -> "Array":
@@ -122,16 +125,37 @@ class Group(_Node):
         if not isinstance(name, str):
             return False
         try:
-            self[name]
-        except KeyError:
+            self._h.open_member(name)
+        except NodeNotFoundError:
             return False
         return True
 
     def __getitem__(self, name: str) -> "Array | Group":
+        """The member ``name`` ("t2m", or a path such as "pressure/u"); a KeyError for a name
+        that is not there lists the names that are, closest match first."""
         try:
             return _wrap(self._h.open_member(name), self._executor)
         except NodeNotFoundError as e:
-            raise KeyError(name) from e
+            raise KeyError(self._unknown_member(name)) from e
+
+    def _unknown_member(self, name: str) -> str:
+        """"group 'a': unknown member 'B' (did you mean 'b'?; known: b, c)", naming the deepest
+        group of the path that exists."""
+        parts = [p for p in str(name).split("/") if p]
+        group: Group = self
+        for i, part in enumerate(parts[:-1]):
+            try:
+                child = group[part]
+            except KeyError:
+                parts = parts[i:]
+                break
+            if not isinstance(child, Group):
+                return f"'{'/'.join(parts[:i + 1])}' is an array, not a group"
+            group = child
+        else:
+            parts = parts[-1:]
+        where = f"group '{group.path or '/'}'"
+        return f"{where}: {unknown_name('member', parts[0] if parts else name, group.keys())}"
 
     def members(self) -> list[tuple[str, "Array | Group"]]:
         return [(k, self[k]) for k in self.keys()]
@@ -201,9 +225,7 @@ class Array(_Node):
     def fill_value(self) -> Any:
         """The fill value as a NumPy scalar; None for Zarr v2 arrays that store null (missing
         chunks then read as zeros, as in zarr-python)."""
-        if self._h.fill_value_is_null:
-            return None
-        return np.frombuffer(self._h.fill_value_bytes, dtype=self.dtype)[0]
+        return _dtypes.fill_value(self._h, self.dtype)
 
     @cached_property
     def codecs(self) -> list[dict] | dict:
@@ -260,6 +282,8 @@ class Array(_Node):
         sel = _Selection.parse(region, self.shape, strict=True)
         if device is None:
             return self._read(sel, out)
+        if (err := _dtypes.device_error(self._h.description, self.dtype)) is not None:
+            raise err
         if out is not None:
             raise ValueError("out= and device= cannot be combined")
         if any(sel.reverse):
@@ -279,18 +303,52 @@ class Array(_Node):
         return tensor
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        sel = _Selection.parse(key if isinstance(key, tuple) else (key,), self.shape)
+        """NumPy-style selection: integers, slices (any step), ``...``, ``None``, an integer
+        array or boolean mask (several arrays: as zarr-python). See :mod:`zarrflow._indexing`."""
+        key = key if isinstance(key, tuple) else (key,)
+        if not _is_basic(key):
+            return _indexing.getitem(self, key)
+        sel = _Selection.parse(key, self.shape)
         result = self._read(sel, None)
         if sel.drop:
             result = result.reshape(tuple(n for i, n in enumerate(result.shape) if i not in sel.drop))
         return result
 
+    @property
+    def oindex(self) -> _indexing.OIndex:
+        """Orthogonal selection: ``arr.oindex[[0, 5], :, mask]`` selects along each dimension
+        independently (integers, slices, 1-d integer or boolean arrays)."""
+        return _indexing.OIndex(self)
+
+    @property
+    def vindex(self) -> _indexing.VIndex:
+        """Pointwise selection: ``arr.vindex[t, y, x]`` reads ``arr[t[i], y[i], x[i]]`` for
+        each i (arrays broadcast together; a boolean mask of the array's shape picks its True
+        elements). Each chunk is read once per call."""
+        return _indexing.VIndex(self)
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.read()
         return a if dtype is None else a.astype(dtype, copy=False)
 
+    def _read_region(self, start: list[int], count: list[int], step: list[int],
+                     target: np.ndarray) -> None:
+        """Reads an ascending region into ``target`` (its shape, this dtype, any strides)."""
+        if _dtypes.is_variable_length(self.dtype):  # strings, objects: the plain read path
+            target[...] = self._read(_Selection.region(start, count, step), None)
+            return
+        view = _transport_view(target)
+        if view is None:  # odd-sized raw elements in a strided destination: go via a copy
+            tmp = np.empty(target.shape, dtype=target.dtype)
+            self._h.read_into(start, count, step, _transport_view(tmp), self._executor)
+            target[...] = tmp
+        else:
+            self._h.read_into(start, count, step, view, self._executor)
+
     def _read(self, sel: "_Selection", out: np.ndarray | None) -> np.ndarray:
         shape = tuple(sel.count)
+        if _dtypes.is_variable_length(self.dtype):
+            return _dtypes.read_vlen(self._h, self.dtype, sel, out, self._executor)
         if out is None:
             out = np.empty(shape, dtype=self.dtype)
         else:
@@ -308,26 +366,36 @@ class Array(_Node):
             flip = tuple(slice(None, None, -1) if r else slice(None) for r in sel.reverse)
             if any(sel.reverse):
                 target = out[flip]
-            view = _transport_view(target)
-            if view is None:  # odd-sized raw elements in a strided destination: go via a copy
-                tmp = np.empty(target.shape, dtype=target.dtype)
-                self._h.read_into(sel.start, sel.count, sel.step, _transport_view(tmp),
-                                  self._executor)
-                target[...] = tmp
-            else:
-                self._h.read_into(sel.start, sel.count, sel.step, view, self._executor)
+            self._read_region(sel.start, sel.count, sel.step, target)
         return out
 
 
+def _is_basic(key: tuple) -> bool:
+    """True when every item is an integer, a slice or '...' (the plain hyperslab path)."""
+    for k in key:
+        if isinstance(k, slice) or k is Ellipsis:
+            continue
+        if k is None or isinstance(k, (bool, np.bool_, np.ndarray, list, tuple)):
+            return False
+        try:
+            operator.index(k)
+        except TypeError:
+            return False
+    return True
+
+
 def _transport_view(a: np.ndarray) -> np.ndarray | None:
-    """A view of ``a`` the C++ side accepts: plain integer types for bfloat16 and raw (V) data."""
-    if a.dtype.kind == "V" or a.dtype.name == "bfloat16":
+    """A view of ``a`` the C++ side accepts: plain integer types for bfloat16, raw (V), text (U, S),
+    datetime (M, m) and structured data."""
+    if a.dtype.kind in "VUSMm" or a.dtype.name == "bfloat16":
         if a.dtype.itemsize in (1, 2, 4, 8):
             return a.view(f"u{a.dtype.itemsize}")
         if not a.flags.c_contiguous:
             return None
-        # Raw elements of other sizes travel as a trailing axis of their bytes.
-        return a.view(np.uint8).reshape(a.shape + (a.dtype.itemsize,))
+        # Raw elements of other sizes travel as a trailing axis of their bytes (a 0-d array goes
+        # through shape (1,): NumPy cannot change the itemsize of a 0-d view).
+        flat = a.reshape(a.shape or (1,))
+        return flat.view(np.uint8).reshape(a.shape + (a.dtype.itemsize,))
     return a
 
 
@@ -342,6 +410,15 @@ class _Selection:
         self.step: list[int] = []
         self.reverse: list[bool] = []
         self.drop: set[int] = set()
+
+    @classmethod
+    def region(cls, start: Sequence[int], count: Sequence[int],
+               step: Sequence[int]) -> "_Selection":
+        """An ascending region, every dimension kept."""
+        sel = cls()
+        sel.start, sel.count, sel.step = list(start), list(count), list(step)
+        sel.reverse = [False] * len(sel.start)
+        return sel
 
     @classmethod
     def parse(cls, key: tuple, shape: tuple[int, ...], strict: bool = False) -> "_Selection":

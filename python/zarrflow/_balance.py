@@ -2,7 +2,7 @@
 
 Decoding on the GPU is the fastest way to fill a batch when nothing else runs there, but in
 training the decode kernels share the SMs with the model: a 6-channel U-Net step took 8% longer
-next to GPU decoding and 0.2-1% longer next to host decoding (docs/benchmarks.md). Host decoding
+next to GPU decoding and 0.2-1% longer next to host decoding (docs/performance.md). Host decoding
 is only free while the host threads keep up, and not always then: 16 threads decoding zstd at
 full speed slowed a 71-channel model's steps too. No fixed split is right for every model and
 store, so ``DecodeBalance`` looks for the one under which the consumer takes batches fastest,

@@ -15,10 +15,13 @@ who can `aws s3 ls` a bucket can open it with zarrflow unchanged:
   or ``GCS_HMAC_KEY_ID``/``GCS_HMAC_SECRET``, signed like S3), else anonymous.
 * HTTP(S): range GETs below the URL; nothing to list, so groups need consolidated metadata.
 
-Transport options (any scheme): ``max_in_flight`` (default 64, or ``ZARRFLOW_MAX_IN_FLIGHT``),
-``connect_timeout``, ``request_timeout``, ``stall_timeout`` (seconds), ``max_attempts``,
-``backoff_base``, ``backoff_max`` (seconds), ``coalesce_gap``, ``coalesce_max`` (bytes),
-``verify_tls``, ``ca_bundle``.
+Transport options (any scheme): ``max_in_flight`` (default 64, or ``ZARRFLOW_MAX_IN_FLIGHT``);
+``connect_timeout`` (10 s), ``request_timeout`` (120 s, one attempt), ``stall_timeout`` (20 s:
+an attempt slower than ``min_bytes_per_second``, default 1024, for that long is retried),
+``total_timeout`` (300 s: one read, every attempt and backoff delay included); ``max_attempts``
+(8), ``backoff_base``, ``backoff_max`` (seconds); ``max_object_bytes`` (1 GiB: the most a
+whole-value GET accepts, and the most of a value read through when a server ignores a suffix
+range); ``coalesce_gap``, ``coalesce_max`` (bytes); ``verify_tls``, ``ca_bundle``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from . import _core
 from .errors import InvalidArgumentError
 
 _TRANSPORT = {"max_in_flight": int, "connect_timeout": float, "request_timeout": float,
-              "stall_timeout": float, "max_attempts": int, "backoff_base": float,
+              "stall_timeout": float, "min_bytes_per_second": int, "total_timeout": float,
+              "max_object_bytes": int, "max_attempts": int, "backoff_base": float,
               "backoff_max": float, "coalesce_gap": int, "coalesce_max": int,
               "verify_tls": bool, "ca_bundle": str}
 _S3_KEYS = {"anon", "key", "secret", "token", "profile", "region", "endpoint_url",

@@ -1,4 +1,4 @@
-"""Writing a store so that it appears only when whole (used by synth and rechunk).
+"""Writing a store so that it appears only when whole (used by synth).
 
 The tools write under ``<dest>.partial`` and, once everything is written, rename it to
 ``<dest>``. A store that already sits at ``<dest>`` (the caller checked ``--overwrite``) is moved

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import re
 import sys
 from typing import TextIO
 
@@ -51,49 +53,132 @@ def _array_lines(arr: Array, deep: bool) -> list[str]:
     return lines
 
 
-def _walk(node: Array | Group, name: str, prefix: str, last: bool, out: TextIO, deep: bool,
-          top: bool = False) -> None:
-    branch = "" if top else ("└── " if last else "├── ")
-    cont = "" if top else ("    " if last else "│   ")
-    if isinstance(node, Array):
-        out.write(f"{prefix}{branch}{name}  [array]\n")
-        for line in _array_lines(node, deep):
-            out.write(f"{prefix}{cont}    {line}\n")
-        return
-    tag = "group, consolidated" if node.consolidated else "group"
-    out.write(f"{prefix}{branch}{name}  [{tag}, zarr v{node.zarr_format}]\n")
-    attrs = node.attrs
-    if attrs:
-        keys = ", ".join(list(attrs)[:8]) + (" …" if len(attrs) > 8 else "")
-        out.write(f"{prefix}{cont}    attrs: {keys}\n")
-    names = node.keys()
-    for i, key in enumerate(names):
-        _walk(node[key], key, prefix + cont, i == len(names) - 1, out, deep)
+class _Walk:
+    """Prints a hierarchy and collects the members it could not read instead of stopping."""
+
+    def __init__(self, out: TextIO, deep: bool):
+        self.out = out
+        self.deep = deep
+        self.failed: list[tuple[str, str]] = []  # (path, error)
+
+    def node(self, node: Array | Group, name: str, prefix: str, last: bool,
+             top: bool = False) -> None:
+        branch = "" if top else ("└── " if last else "├── ")
+        cont = "" if top else ("    " if last else "│   ")
+        if isinstance(node, Array):
+            try:
+                lines = _array_lines(node, self.deep)
+            except errors.ZarrflowError as e:
+                self.unreadable(node.path or name, name, prefix + branch, prefix + cont, e)
+                return
+            self.out.write(f"{prefix}{branch}{name}  [array]\n")
+            for line in lines:
+                self.out.write(f"{prefix}{cont}    {line}\n")
+            return
+        tag = "group, consolidated" if node.consolidated else "group"
+        self.out.write(f"{prefix}{branch}{name}  [{tag}, zarr v{node.zarr_format}]\n")
+        attrs = node.attrs
+        if attrs:
+            keys = ", ".join(list(attrs)[:8]) + (" …" if len(attrs) > 8 else "")
+            self.out.write(f"{prefix}{cont}    attrs: {keys}\n")
+        names = node.keys()
+        for i, key in enumerate(names):
+            last_child = i == len(names) - 1
+            sub = prefix + cont
+            try:
+                child = node[key]
+            except (errors.ZarrflowError, KeyError) as e:
+                err = e.__cause__ if isinstance(e, KeyError) and e.__cause__ else e
+                path = f"{node.path}/{key}" if node.path else key
+                self.unreadable(path, key, sub + ("└── " if last_child else "├── "),
+                                sub + ("    " if last_child else "│   "), err)
+                continue
+            self.node(child, key, sub, last_child)
+
+    def unreadable(self, path: str, name: str, head: str, body: str, e: BaseException) -> None:
+        message = f"{type(e).__name__}: {e}"
+        self.out.write(f"{head}{name}  [unreadable]\n{body}    {message}\n")
+        self.failed.append((path, message))
 
 
 def inspect(path: str, out: TextIO = sys.stdout, deep: bool = True,
-            storage_options: dict | None = None) -> None:
-    """Print the hierarchy at ``path`` like zarrdump."""
+            storage_options: dict | None = None) -> list[tuple[str, str]]:
+    """Print the hierarchy at ``path`` like zarrdump. A member that cannot be read is marked
+    on its line, with the reason, and the walk goes on; returns those members as
+    (path, error) pairs."""
     node = zf_open(path, storage_options=storage_options)
-    _walk(node, path, "", True, out, deep, top=True)
+    walk = _Walk(out, deep)
+    walk.node(node, path, "", True, top=True)
+    return walk.failed
+
+
+_RST = [(re.compile(r"``([^`]+)``"), r"\1"),                   # ``literal``
+        (re.compile(r":[a-z]+:`~?([^`]+)`"), r"\1"),           # :class:`x`
+        (re.compile(r"(?<![\w*])\*(\w[^*\n]*?)\*(?![\w*])"), r"\1")]  # *emphasis*
+
+
+def _plain(text: str | None) -> str | None:
+    """Help text without the reStructuredText markup of docstrings."""
+    if not text:
+        return text
+    for pattern, repl in _RST:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _plain_help(parser: argparse.ArgumentParser) -> None:
+    parser.description = _plain(parser.description)
+    parser.epilog = _plain(parser.epilog)
+    for action in parser._actions:
+        if isinstance(action.help, str):
+            action.help = _plain(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                choice.help = _plain(choice.help)
+            for sub in action.choices.values():
+                _plain_help(sub)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("zarrflow")
+    except importlib.metadata.PackageNotFoundError:
+        from . import __version__
+
+        return __version__
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="zarrflow", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="zarrflow",
+        description="Inspect, synthesise, rechunk and benchmark Zarr stores with zarrflow.")
+    parser.add_argument("--version", action="version", version=f"zarrflow {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_inspect = sub.add_parser("inspect", help="print a store's arrays, codecs and stored sizes")
-    p_inspect.add_argument("path")
+    p_inspect = sub.add_parser(
+        "inspect", help="print a store's arrays, codecs and stored sizes",
+        description="Print the groups and arrays of a Zarr store (v2 or v3): per array its "
+                    "shape, dtype, chunks, shards, dimension names, codecs, fill value and "
+                    "stored size. An array that cannot be read is marked with the reason and "
+                    "the listing goes on; the exit status is then 1.")
+    p_inspect.add_argument("path", help="store, group or array: a local path or a URL "
+                                        "(file://, s3://, gs://, http(s)://)")
     p_inspect.add_argument("--no-storage", action="store_true",
                            help="skip listing chunks (faster on huge stores)")
     add_storage_arguments(p_inspect)
     synth.add_parser(sub)
     rechunk.add_parser(sub)
     bench.add_parser(sub)
+    _plain_help(parser)
     args = parser.parse_args(argv)
     try:
         if args.command == "inspect":
-            inspect(args.path, deep=not args.no_storage,
-                    storage_options=storage_options_from(args))
+            failed = inspect(args.path, deep=not args.no_storage,
+                             storage_options=storage_options_from(args))
+            if failed:
+                names = ", ".join(p for p, _ in failed[:10]) + (" …" if len(failed) > 10 else "")
+                print(f"zarrflow: {len(failed)} member(s) could not be read: {names}",
+                      file=sys.stderr)
+                return 1
         elif args.command == "synth":
             synth.run(args)
         elif args.command == "rechunk":

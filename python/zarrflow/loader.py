@@ -297,7 +297,7 @@ SHARD_INDEX_BUDGET = 256 << 20  # host bytes of shard indexes a loader keeps (~1
 # Workers when the caller names none: two overlap one batch's host work with another's GPU work;
 # on a GPU a third fills the gaps they leave (6 channels on an H200: 39-40 -> 44-45 GB/s of
 # batches) where the memory limit leaves every worker's reads room (_memory_plan,
-# docs/benchmarks.md).
+# docs/performance.md).
 DEFAULT_WORKERS = 2
 GPU_SPARE_WORKERS = 1
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}

@@ -2,7 +2,10 @@
 
 The HTTP store under test must be proven against the things real object stores and CDNs do: serve
 single byte ranges, keep connections alive, answer 416/404, throttle (429/503 + Retry-After), hang
-before or in the middle of a body, reset connections and cut bodies short. Doing that against a real
+before or in the middle of a body, reset connections and cut bodies short — and against servers
+that misbehave: ignore Range (200 with the whole file, as ``python -m http.server`` does), send no
+Content-Length, drip bytes, stream endless bodies, announce absurd lengths, answer a different
+range than asked, redirect in a loop, or send something that is not HTTP. Doing that against a real
 service is neither reproducible nor offline, so this server does it on demand, deterministically,
 and records what the client actually asked for (ranges, concurrency, connection reuse) so tests can
 assert on the client's behaviour rather than only on the bytes it returns.
@@ -10,6 +13,7 @@ assert on the client's behaviour rather than only on the bytes it returns.
 Stdlib only, so it also runs as a script for the benchmark:
 
     python tests/servers/range_server.py ROOT [--host 127.0.0.1] [--port N] [--delay S]
+                                              [--ignore-range]
 
 prints the base URL on one line and serves ROOT until killed.
 """
@@ -33,11 +37,22 @@ from urllib.parse import quote, unquote, urlsplit
 
 __all__ = ["FAULT_KINDS", "RangeServer", "RequestRecord", "parse_range", "Unsatisfiable"]
 
-FAULT_KINDS = ("status", "stall", "stall_body", "reset", "truncate")
+# Fault kinds and their parameters:
+#   status(code, retry_after?)  an error answer         stall(seconds)   no answer, then close
+#   stall_body(seconds, fraction?)  part of the body, then silence   reset  RST, no answer
+#   truncate(fraction?)  part of the body, then close   drip(bytes_per_second)  a slow body
+#   endless(content_length?)  the body, then zero bytes forever; Content-Length replaced or dropped
+#   garbage(data?)  bytes that are not HTTP, then close
+#   shifted_range(shift?)  a 206 for the range `shift` bytes later than asked
+#   redirect(location?)  302 to `location`, by default the request's own path (a loop)
+FAULT_KINDS = ("status", "stall", "stall_body", "reset", "truncate", "drip", "endless",
+               "garbage", "shifted_range", "redirect")
 _REQUIRED = {"status": {"code"}, "stall": {"seconds"}, "stall_body": {"seconds"}, "reset": set(),
-             "truncate": set()}
+             "truncate": set(), "drip": {"bytes_per_second"}, "endless": set(),
+             "garbage": set(), "shifted_range": set(), "redirect": set()}
 _OPTIONAL = {"status": {"retry_after"}, "stall": set(), "stall_body": {"fraction"}, "reset": set(),
-             "truncate": {"fraction"}}
+             "truncate": {"fraction"}, "drip": set(), "endless": {"content_length"},
+             "garbage": {"data"}, "shifted_range": {"shift"}, "redirect": {"location"}}
 _BLOCK = 1 << 20
 _DEFAULT_COUNT: Any = object()
 _RANGE_RE = re.compile(r"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*", re.IGNORECASE)
@@ -207,7 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
                    ("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True)),
                    ("ETag", f'"{total:x}-{st.st_mtime_ns:x}"')]
         try:
-            rng = parse_range(range_header, total)
+            rng = None if self.server.owner.ignore_range else parse_range(range_header, total)
         except Unsatisfiable:
             return _text(416, "range not satisfiable", [("Content-Range", f"bytes */{total}")])
         if rng is None:
@@ -231,12 +246,32 @@ class _Handler(BaseHTTPRequestHandler):
             owner._sleep(params["seconds"])
             self.close_connection = True
             return
+        if kind == "garbage":
+            self.close_connection = True
+            owner._finish(self._entry)
+            self.wfile.write(params.get("data", b"\x00\x01 this is not HTTP\r\n\r\n"))
+            return
         if kind == "status":
             extra = []
             if params.get("retry_after") is not None:
                 extra.append(("Retry-After", str(params["retry_after"])))
             resp = _text(params["code"], f"injected {params['code']}", extra)
+        elif kind == "redirect":
+            resp = _text(302, "moved", [("Location", params.get("location", self.path))])
+        elif kind == "shifted_range":
+            resp = _shifted(resp, params.get("shift", 1))
+        elif kind == "endless":
+            self._send_endless(resp, head, params.get("content_length"))
+            return
+        elif self.server.owner.omit_length and resp.file is not None:
+            resp = _without_length(resp)
+        if resp.status and not any(name == "Content-Length" for name, _ in resp.headers):
+            self.close_connection = True  # the body ends where the connection does
         limit = 0 if head else resp.length
+        if kind == "drip":
+            self._send_head(resp, last=limit == 0)
+            self._drip(resp, limit, params["bytes_per_second"])
+            return
         if kind in ("truncate", "stall_body"):
             limit = int(limit * params.get("fraction", 0.5))
             self.close_connection = True
@@ -281,11 +316,67 @@ class _Handler(BaseHTTPRequestHandler):
                     owner._finish(self._entry)
                 self.wfile.write(block)
 
+    def _send_endless(self, resp: _Response, head: bool, content_length: int | None) -> None:
+        """The response's status and headers, Content-Length replaced by `content_length` (or
+        dropped), then its body followed by zero bytes until the client hangs up."""
+        headers = [(n, v) for n, v in resp.headers if n != "Content-Length"]
+        if content_length is not None:
+            headers.append(("Content-Length", str(content_length)))
+        self.close_connection = True
+        self._send_head(_Response(resp.status, headers), last=head)
+        if head:
+            return
+        self._send_body(resp, resp.length, last=False)
+        zeros = bytes(1 << 16)
+        while not self.server.owner._stopping.is_set():
+            self._entry.bytes_sent += len(zeros)
+            self.wfile.write(zeros)
+
+    def _drip(self, resp: _Response, limit: int, bytes_per_second: float) -> None:
+        """The body at `bytes_per_second`, in pieces of at least one byte."""
+        owner = self.server.owner
+        piece = max(1, int(bytes_per_second * 0.05))
+        data = resp.body[:limit] if resp.file is None else _read(resp.file, resp.offset, limit)
+        for at in range(0, len(data), piece):
+            if owner._stopping.is_set():
+                return
+            block = data[at:at + piece]
+            self._entry.bytes_sent += len(block)
+            if at + piece >= len(data):
+                owner._finish(self._entry)
+            self.wfile.write(block)
+            self.wfile.flush()
+            owner._sleep(len(block) / bytes_per_second)
+
     def _reset(self) -> None:
         self.close_connection = True
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.rfile.close()
         self.connection.close()
+
+
+def _read(file: Path, offset: int, length: int) -> bytes:
+    with open(file, "rb") as f:
+        f.seek(offset)
+        return f.read(length)
+
+
+def _without_length(resp: _Response) -> _Response:
+    headers = [(n, v) for n, v in resp.headers if n != "Content-Length"]
+    return _Response(resp.status, headers, resp.body, resp.file, resp.offset, resp.length)
+
+
+def _shifted(resp: _Response, shift: int) -> _Response:
+    """A 206 for the range `shift` bytes later than asked (as far as the file allows)."""
+    if resp.status != 206 or resp.file is None:
+        return resp
+    total = resp.file.stat().st_size
+    first = min(resp.offset + shift, total - 1)
+    length = min(resp.length, total - first)
+    headers = [(n, v) for n, v in resp.headers if n not in ("Content-Range", "Content-Length")]
+    headers += [("Content-Range", f"bytes {first}-{first + length - 1}/{total}"),
+                ("Content-Length", str(length))]
+    return _Response(206, headers, file=resp.file, offset=first, length=length)
 
 
 class _Server(ThreadingHTTPServer):
@@ -317,7 +408,9 @@ class RangeServer:
     kept-alive client connections so a stopped server really is gone.
 
     `delay` (seconds, settable any time) is slept at the start of every request, inside the
-    in-flight window. A request counts as finished when its last byte is handed to the socket, so
+    in-flight window. `ignore_range` (settable) answers every GET with 200 and the whole file, as
+    ``python -m http.server`` does; `omit_length` (settable) sends file bodies without
+    Content-Length, delimited by closing the connection. A request counts as finished when its last byte is handed to the socket, so
     a client that has read a whole response always finds it logged and no longer in flight.
     Log paths and fault patterns both use the raw request target (percent-encoded, with query)."""
 
@@ -326,6 +419,8 @@ class RangeServer:
         if not self.root.is_dir():
             raise NotADirectoryError(str(self.root))
         self.delay = 0.0
+        self.ignore_range = False
+        self.omit_length = False
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._requests: list[_Entry] = []
@@ -416,6 +511,8 @@ class RangeServer:
         faults after it."""
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
+        if kind == "drip" and not params.get("bytes_per_second", 1) > 0:
+            raise ValueError("bytes_per_second must be positive")
         missing = _REQUIRED[kind] - params.keys()
         unknown = params.keys() - _REQUIRED[kind] - _OPTIONAL[kind]
         if missing or unknown:
@@ -492,9 +589,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds added to every request")
+    parser.add_argument("--ignore-range", action="store_true",
+                        help="answer ranged GETs with 200 and the whole file")
     args = parser.parse_args(argv)
     srv = RangeServer(args.root, host=args.host, port=args.port)
     srv.delay = args.delay
+    srv.ignore_range = args.ignore_range
     print(srv.url, flush=True)
     try:
         threading.Event().wait()

@@ -11,7 +11,10 @@
 // header. c-blosc trusts that header, so it is validated here first (see parse_blosc_header) and
 // corrupt input is an error naming the bad field, never an out-of-bounds access. Decoding then
 // runs blosc_decompress_ctx single-threaded (the caller parallelises across chunks) straight
-// into the destination.
+// into the destination -- except for blosclz, whose decoder in c-blosc 1.21 overflows a 32-bit
+// match length on crafted streams and crashes: those chunks are planned and decoded by the same
+// bounds-checked decoder the GPU path uses (codec/gpu/blosc_host_decode.h), which accepts and
+// produces exactly what c-blosc does on every well-formed and corrupt stream its tests try.
 #include "zarrflow/codec/blosc.h"
 
 #include <array>
@@ -23,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zarrflow/codec/builtin.h"
+#include "zarrflow/codec/gpu/blosc_host_decode.h"
 #include "zarrflow/codec/json_config.h"
 #include "zarrflow/core/byte_order.h"
 
@@ -102,6 +106,16 @@ Result<BloscHeader> parse_blosc_header(ConstByteSpan chunk) {
     return bad(std::string(kFormatNames[format]) + " format version " +
                std::to_string(h.versionlz) + " is not supported (expected 1)");
 
+  // c-blosc splits a full block into `typesize` streams (flag 0x10 unset, typesize <= 16, at
+  // least 128 elements) and, when the block is not a multiple of typesize, leaves its last bytes
+  // unwritten instead of failing: such a chunk would decode to stale memory.
+  const bool splits = !(h.flags & 0x10) && h.typesize <= 16 && h.blocksize / h.typesize >= 128 &&
+                      h.nbytes / h.blocksize > 0;
+  if (splits && h.blocksize % h.typesize != 0)
+    return bad("header blocksize " + std::to_string(h.blocksize) +
+               " is split into streams of the typesize " + std::to_string(h.typesize) +
+               " but is not a multiple of it");
+
   const std::uint64_t nblocks = h.nblocks();
   const std::uint64_t data_start = BLOSC_MIN_HEADER_LENGTH + 4 * nblocks;
   if (data_start > h.cbytes)
@@ -179,6 +193,8 @@ class BloscCodec final : public BytesToBytesCodec {
   // `in` has a validated header and out.size() == nbytes.
   static Status decompress(ConstByteSpan in, ByteSpan out) {
     if (out.empty()) return {};
+    const auto flags = static_cast<std::uint8_t>(in[2]);
+    if (!(flags & 0x02) && (flags >> 5) == 0) return gpu::decode_blosc_via_plan(in, out);
     const int r = blosc_decompress_ctx(in.data(), out.data(), out.size(), 1);
     if (r < 0) return bad("corrupt compressed data (c-blosc error " + std::to_string(r) + ")");
     if (static_cast<std::size_t>(r) != out.size())

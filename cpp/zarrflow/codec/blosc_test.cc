@@ -219,6 +219,44 @@ TEST(BloscCodec, RandomCorruptionNeverCrashes) {
   EXPECT_GT(failures, total / 10);
 }
 
+// A blosclz stream whose match length is extended by millions of 0xFF bytes: c-blosc 1.21's
+// blosclz decoder overflows a 32-bit length on it and crashes; zarrflow must report it.
+TEST(BloscCodec, BlosclzLengthOverflowIsAnError) {
+  Bytes stream = {std::byte{0x00}, std::byte{'a'}, std::byte{0xE0}};
+  stream.insert(stream.end(), 8'500'000, std::byte{0xFF});
+  for (int b : {0x00, 0x00, 0x00, int{'b'}}) stream.push_back(static_cast<std::byte>(b));
+  const std::uint32_t nbytes = 16u << 20;
+  Bytes chunk(16 + 4 + 4);
+  chunk[0] = std::byte{2};     // format version
+  chunk[1] = std::byte{1};     // blosclz format version
+  chunk[2] = std::byte{0x10};  // blosclz, no shuffle, blocks not split
+  chunk[3] = std::byte{1};     // typesize
+  chunk = set_u32(chunk, 4, nbytes);
+  chunk = set_u32(chunk, 8, nbytes);
+  chunk = set_u32(chunk, 16, 20);  // the one block starts after its offset table
+  chunk = set_u32(chunk, 20, static_cast<std::uint32_t>(stream.size()));
+  chunk.insert(chunk.end(), stream.begin(), stream.end());
+  chunk = set_u32(chunk, 12, static_cast<std::uint32_t>(chunk.size()));
+  ASSERT_TRUE(parse_blosc_header(chunk).ok());
+  Bytes out(nbytes);
+  const Status s = default_codec()->decode_into(chunk, out);
+  EXPECT_EQ(s.code(), ErrorCode::kCorruptData) << s.to_string();
+}
+
+// c-blosc leaves the tail of a split block unwritten when the block is not a multiple of the
+// typesize (it never writes such chunks): zarrflow refuses the header instead of returning
+// whatever the destination held.
+TEST(BloscCodec, SplitBlockNotAMultipleOfTheTypesizeIsRefused) {
+  const Bytes src = sample(8192, 3);
+  const Bytes enc = blosc_compress(src, "lz4", 1, 4, 2048);
+  const auto h = parse_blosc_header(enc);
+  ASSERT_TRUE(h.ok());
+  ASSERT_FALSE(h->flags & 0x10) << "c-blosc was expected to split these blocks";
+  Bytes odd = enc;
+  odd[3] = std::byte{3};  // typesize 3: 2048 is not a multiple of it
+  expect_error(odd, "not a multiple of it");
+}
+
 TEST(BloscCodec, ConcurrentDecodes) {
   auto codec = default_codec();
   const Bytes src = sample(500000, 13);

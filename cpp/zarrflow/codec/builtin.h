@@ -27,5 +27,7 @@ void register_crc32_codec(CodecRegistry& v3, CodecRegistry& v2);             // 
 void register_adler32_codec(CodecRegistry& v3, CodecRegistry& v2);           // adler32.cc
 void register_fletcher32_codec(CodecRegistry& v3, CodecRegistry& v2);        // fletcher32.cc
 void register_jenkins_lookup3_codec(CodecRegistry& v3, CodecRegistry& v2);   // jenkins_lookup3.cc
+// vlen.cc (vlen-utf8, vlen-bytes, vlen-array)
+void register_vlen_codecs(CodecRegistry& v3, CodecRegistry& v2);
 
 }  // namespace zarrflow

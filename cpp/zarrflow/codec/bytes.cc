@@ -49,6 +49,10 @@ class BytesCodec final : public ArrayToBytesCodec {
 Result<std::shared_ptr<const Codec>> make_bytes(const nlohmann::json& cfg, const ChunkSpec& spec) {
   ZF_RETURN_IF_ERROR(config::expect_object(cfg));
   ZF_RETURN_IF_ERROR(config::reject_unknown_fields(cfg, {"endian"}));
+  if (spec.dtype.is_variable_length())
+    return invalid_metadata(spec.dtype.v3_name() +
+                            " elements have no fixed size: they need the vlen-utf8 or vlen-bytes "
+                            "codec");
   const bool needs_endian = spec.dtype.swap_unit() > 1;
   ZF_ASSIGN_OR_RETURN(std::string e, config::get_string(cfg, "endian", std::string()));
   Endian endian;

@@ -32,6 +32,7 @@ struct Registries {
     register_adler32_codec(v3, v2);
     register_fletcher32_codec(v3, v2);
     register_jenkins_lookup3_codec(v3, v2);
+    register_vlen_codecs(v3, v2);
   }
 };
 

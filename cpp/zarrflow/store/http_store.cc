@@ -9,17 +9,23 @@
 namespace zarrflow {
 namespace {
 
+// A ListObjectsV2 page holds at most 1000 keys of at most 1024 bytes: 16 MiB is far above any
+// real page, and bounds what a hostile one costs.
+constexpr std::uint64_t kMaxListPageBytes = 16 << 20;
+
 struct ParsedUrl {
   std::string scheme, host, path;  // host includes ":port" when given
 };
 
 Result<ParsedUrl> parse_url(std::string_view url) {
   const std::size_t colon = url.find("://");
-  if (colon == std::string_view::npos) return invalid_argument("not a URL: '" + std::string(url) + "'");
+  if (colon == std::string_view::npos)
+    return invalid_argument("not a URL: '" + std::string(url) + "'");
   ParsedUrl u;
   u.scheme = std::string(url.substr(0, colon));
   if (u.scheme != "http" && u.scheme != "https")
-    return invalid_argument("unsupported URL scheme '" + u.scheme + "' in '" + std::string(url) + "'");
+    return invalid_argument("unsupported URL scheme '" + u.scheme + "' in '" + std::string(url) +
+                            "'");
   std::string_view rest = url.substr(colon + 3);
   const std::size_t slash = rest.find('/');
   u.host = std::string(rest.substr(0, slash));
@@ -31,12 +37,18 @@ Result<ParsedUrl> parse_url(std::string_view url) {
 
 std::string http_reason(long status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 405: return "Method Not Allowed";
-    case 416: return "Range Not Satisfiable";
-    default: return "";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 405:
+      return "Method Not Allowed";
+    case 416:
+      return "Range Not Satisfiable";
+    default:
+      return "";
   }
 }
 
@@ -46,12 +58,22 @@ Status status_error(const std::string& what, const HttpResponse& r, bool unsigne
   if (auto reason = http_reason(r.status); !reason.empty()) msg += " " + reason;
   if (auto s3 = s3_error_summary(r.error_body); !s3.empty()) msg += " (" + s3 + ")";
   if ((r.status == 403 || r.status == 401) && unsigned_object_store)
-    msg += "; the request was unsigned (no credentials found: pass key/secret, set "
-           "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE)";
+    msg +=
+        "; the request was unsigned (no credentials found: pass key/secret, set "
+        "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE)";
   else if (r.status == 403 || r.status == 401)
     msg += "; check the credentials and their permissions";
   if (r.status == 416) return corrupt_data(msg + ": the value is shorter than its index says");
   return io_error(msg);
+}
+
+// A non-negative integer setting of the configuration JSON (a negative one would wrap around).
+Result<std::uint64_t> byte_count(const nlohmann::json& j, const char* name,
+                                 std::uint64_t fallback) {
+  const auto it = j.find(name);
+  if (it == j.end()) return fallback;
+  if (it->is_number_unsigned()) return it->get<std::uint64_t>();
+  return invalid_argument(std::string(name) + " must be a non-negative integer, not " + it->dump());
 }
 
 }  // namespace
@@ -89,10 +111,14 @@ Result<std::shared_ptr<HttpStore>> HttpStore::open_json(std::string_view text) {
   RemoteConfig c;
   try {
     const std::string kind = j.value("kind", "http");
-    if (kind == "http") c.kind = RemoteConfig::Kind::kHttp;
-    else if (kind == "s3") c.kind = RemoteConfig::Kind::kS3;
-    else if (kind == "gcs") c.kind = RemoteConfig::Kind::kGcs;
-    else return invalid_argument("unknown remote store kind '" + kind + "'");
+    if (kind == "http")
+      c.kind = RemoteConfig::Kind::kHttp;
+    else if (kind == "s3")
+      c.kind = RemoteConfig::Kind::kS3;
+    else if (kind == "gcs")
+      c.kind = RemoteConfig::Kind::kGcs;
+    else
+      return invalid_argument("unknown remote store kind '" + kind + "'");
     c.endpoint = j.value("endpoint", "");
     c.bucket = j.value("bucket", "");
     c.prefix = j.value("prefix", "");
@@ -108,6 +134,10 @@ Result<std::shared_ptr<HttpStore>> HttpStore::open_json(std::string_view text) {
     h.connect_timeout_s = j.value("connect_timeout", h.connect_timeout_s);
     h.request_timeout_s = j.value("request_timeout", h.request_timeout_s);
     h.stall_timeout_s = j.value("stall_timeout", h.stall_timeout_s);
+    ZF_ASSIGN_OR_RETURN(h.min_bytes_per_second,
+                        byte_count(j, "min_bytes_per_second", h.min_bytes_per_second));
+    h.total_timeout_s = j.value("total_timeout", h.total_timeout_s);
+    ZF_ASSIGN_OR_RETURN(h.max_object_bytes, byte_count(j, "max_object_bytes", h.max_object_bytes));
     h.retry.max_attempts = j.value("max_attempts", h.retry.max_attempts);
     h.retry.base_delay_s = j.value("backoff_base", h.retry.base_delay_s);
     h.retry.max_delay_s = j.value("backoff_max", h.retry.max_delay_s);
@@ -119,12 +149,30 @@ Result<std::shared_ptr<HttpStore>> HttpStore::open_json(std::string_view text) {
     return invalid_argument(std::string("remote store configuration: ") + e.what());
   }
   if (c.http.retry.max_attempts < 1) return invalid_argument("max_attempts must be at least 1");
+  for (const auto& [name, seconds] : {std::pair{"connect_timeout", c.http.connect_timeout_s},
+                                      {"request_timeout", c.http.request_timeout_s},
+                                      {"stall_timeout", c.http.stall_timeout_s},
+                                      {"total_timeout", c.http.total_timeout_s}})
+    if (!(seconds > 0)) return invalid_argument(std::string(name) + " must be positive seconds");
+  if (c.http.max_object_bytes == 0) return invalid_argument("max_object_bytes must be positive");
   if (c.http.max_in_flight > 4096) return invalid_argument("max_in_flight is limited to 4096");
   return open(std::move(c));
 }
 
-HttpStore::HttpStore(RemoteConfig config)
-    : config_(std::move(config)), client_(config_.http), io_pool_(config_.http.max_in_flight) {}
+HttpStore::HttpStore(RemoteConfig config) : config_(std::move(config)), client_(config_.http) {}
+
+ThreadPool* HttpStore::io_pool() const {
+  std::call_once(io_pool_once_, [this] {
+    io_pool_ = std::make_unique<ThreadPool>(config_.http.max_in_flight);
+    io_pool_started_ = io_pool_.get();
+  });
+  return io_pool_.get();
+}
+
+std::size_t HttpStore::io_threads() const {
+  const ThreadPool* pool = io_pool_started_.load();
+  return pool == nullptr ? 0 : pool->size();
+}
 
 std::string HttpStore::object_key(std::string_view key) const {
   return join_key(config_.prefix, key);
@@ -161,8 +209,9 @@ HttpRequest HttpStore::request(const Target& t, std::string method,
       s.host = t.host;
       s.canonical_uri = t.path;
       s.query = t.query;
-      s.region = config_.kind == RemoteConfig::Kind::kGcs && config_.region.empty() ? "auto"
-                                                                                      : config_.region;
+      s.region = config_.kind == RemoteConfig::Kind::kGcs && config_.region.empty()
+                     ? "auto"
+                     : config_.region;
       if (range) s.range = range_header_value(*range);
       s.when = std::time(nullptr);
       return sigv4_headers(s, config_.credentials);
@@ -172,14 +221,14 @@ HttpRequest HttpStore::request(const Target& t, std::string method,
 }
 
 Result<std::optional<HttpResponse>> HttpStore::fetch(std::string_view key, std::string method,
-                                                     std::optional<ByteRange> range,
-                                                     BodySink& sink) const {
+                                                     std::optional<ByteRange> range, BodySink& sink,
+                                                     std::optional<std::uint64_t> max_bytes) const {
   ZF_RETURN_IF_ERROR(validate_key(key));
   const std::string what =
       describe_key(key) + (range ? " (" + range->to_string() + ")" : std::string());
-  ZF_ASSIGN_OR_RETURN(HttpResponse r, client_.perform(request(target(object_key(key)),
-                                                              std::move(method), range),
-                                                      sink, what));
+  HttpRequest req = request(target(object_key(key)), std::move(method), range);
+  req.max_body_bytes = max_bytes;
+  ZF_ASSIGN_OR_RETURN(HttpResponse r, client_.perform(req, sink, what));
   // A missing key is an answer; a missing bucket is a configuration error, not a fill value.
   if (r.status == 404) {
     const std::string s3 = s3_error_summary(r.error_body);
@@ -191,8 +240,13 @@ Result<std::optional<HttpResponse>> HttpStore::fetch(std::string_view key, std::
 }
 
 Result<std::optional<Buffer>> HttpStore::get(std::string_view key) const {
+  return get_at_most(key, std::nullopt);
+}
+
+Result<std::optional<Buffer>> HttpStore::get_at_most(std::string_view key,
+                                                     std::optional<std::uint64_t> max_bytes) const {
   BodySink sink;
-  ZF_ASSIGN_OR_RETURN(auto r, fetch(key, "GET", std::nullopt, sink));
+  ZF_ASSIGN_OR_RETURN(auto r, fetch(key, "GET", std::nullopt, sink, max_bytes));
   if (!r) return std::optional<Buffer>();
   return std::optional(std::move(sink.grow));
 }
@@ -214,8 +268,8 @@ Result<bool> HttpStore::read_range_into(std::string_view key, std::uint64_t offs
   if (dst.empty()) {
     ZF_ASSIGN_OR_RETURN(auto s, size(key));
     if (!s) return false;
-    if (offset > *s) return corrupt_data(describe_key(key) + " is shorter than offset " +
-                                         std::to_string(offset));
+    if (offset > *s)
+      return corrupt_data(describe_key(key) + " is shorter than offset " + std::to_string(offset));
     return true;
   }
   BodySink sink;
@@ -248,7 +302,7 @@ Result<std::optional<std::vector<Buffer>>> HttpStore::get_ranges(
   // One job per merged request and per suffix range, all in flight together.
   const std::size_t jobs = merged.size() + suffix_index.size();
   std::atomic<bool> missing{false};
-  Status s = parallel_for(&io_pool_, jobs, [&](std::size_t j) -> Status {
+  Status s = parallel_for(jobs > 1 ? io_pool() : nullptr, jobs, [&](std::size_t j) -> Status {
     BodySink sink;
     if (j >= merged.size()) {
       const std::size_t i = suffix_index[j - merged.size()];
@@ -302,7 +356,10 @@ Result<std::optional<Store::Tail>> HttpStore::get_tail(std::string_view key,
   ZF_ASSIGN_OR_RETURN(auto r, fetch(key, "GET", range, sink));
   if (!r) return std::optional<Tail>();
   // A value shorter than `length` comes back whole (RFC 9110 §14.1.2): too short.
-  if (r->body_bytes != length || !r->total_size)
+  if (r->body_bytes == length && !r->total_size)
+    return io_error(describe_key(key) + " (" + range.to_string() +
+                    "): the server's answer names no total size (no Content-Range)");
+  if (r->body_bytes != length)
     return corrupt_data(describe_key(key) + " has " +
                         std::to_string(r->total_size.value_or(r->body_bytes)) +
                         " bytes, fewer than the last " + std::to_string(length) + " wanted");
@@ -332,7 +389,9 @@ Result<S3ListPage> HttpStore::list_objects(const std::string& prefix, bool delim
     const Target t = target("", std::move(q));
     BodySink sink;
     const std::string what = "listing " + config_.display + " (prefix '" + prefix + "')";
-    ZF_ASSIGN_OR_RETURN(HttpResponse r, client_.perform(request(t, "GET"), sink, what));
+    HttpRequest req = request(t, "GET");
+    req.max_body_bytes = kMaxListPageBytes;
+    ZF_ASSIGN_OR_RETURN(HttpResponse r, client_.perform(req, sink, what));
     if (r.status < 200 || r.status >= 300) return status_error(what, r, unsigned_object_store());
     const std::string_view xml(reinterpret_cast<const char*>(sink.grow.data()), sink.grow.size());
     auto page = parse_s3_list(xml);
@@ -340,6 +399,8 @@ Result<S3ListPage> HttpStore::list_objects(const std::string& prefix, bool delim
     for (auto& o : page->objects) all.objects.push_back(std::move(o));
     for (auto& p : page->common_prefixes) all.common_prefixes.push_back(std::move(p));
     if (!page->truncated) break;
+    if (page->continuation_token == token)  // a server that would keep us listing forever
+      return io_error(what + ": the server repeats continuation token '" + token + "'");
     token = page->continuation_token;
   }
   return all;

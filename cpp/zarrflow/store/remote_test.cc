@@ -147,11 +147,51 @@ TEST(S3Xml, ListPageAndEntities) {
   EXPECT_EQ(page->continuation_token, "tok&1");
   EXPECT_FALSE(parse_s3_list("<html>proxy error</html>").ok());
   EXPECT_FALSE(parse_s3_list("<ListBucketResult><Contents><Key>k</Key><Size>x</Size></Contents>"
-                             "</ListBucketResult>").ok());
+                             "</ListBucketResult>")
+                   .ok());
   EXPECT_EQ(s3_error_summary("<Error><Code>AccessDenied</Code><Message>no &lt;3</Message></Error>"),
             "AccessDenied: no <3");
   EXPECT_EQ(s3_error_summary("plain text"), "");
   EXPECT_EQ(xml_unescape("&#233;&bogus;&"), "\xc3\xa9&bogus;&");
+}
+
+// Linear scans, no recursion: each of these costs its size (a few MB) and ends in a page or a
+// clear error.
+TEST(S3Xml, HostileBodiesStayBounded) {
+  const std::string head = "<ListBucketResult>";
+  const std::string tail = "</ListBucketResult>";
+  std::string nested = head;
+  for (int i = 0; i < 200000; ++i) nested += "<Contents>";
+  nested += "<Key>k</Key><Size>1</Size>";
+  for (int i = 0; i < 200000; ++i) nested += "</Contents>";
+  auto page = parse_s3_list(nested + tail);
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  ASSERT_EQ(page->objects.size(), 1u);
+  EXPECT_EQ(page->objects[0].first, "k");
+
+  std::string unclosed = head;
+  for (int i = 0; i < 400000; ++i) unclosed += "<Contents><Key>";
+  page = parse_s3_list(unclosed + tail);
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  EXPECT_TRUE(page->objects.empty());
+
+  std::string many = head;
+  for (int i = 0; i < 100000; ++i)
+    many += "<Contents><Key>k" + std::to_string(i) + "</Key><Size>7</Size></Contents>";
+  page = parse_s3_list(many + tail);
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  EXPECT_EQ(page->objects.size(), 100000u);
+
+  // Cut short: the keys after the cut would be missing without a word.
+  auto cut = parse_s3_list(many.substr(0, many.size() / 2));
+  EXPECT_EQ(cut.status().code(), ErrorCode::kCorruptData);
+  EXPECT_NE(cut.status().message().find("cut short"), std::string::npos);
+  // Binary garbage: the message shows it printable.
+  auto garbage = parse_s3_list(std::string("\x00\xff\x1b[2J<html>", 12));
+  EXPECT_EQ(garbage.status().code(), ErrorCode::kCorruptData);
+  EXPECT_EQ(garbage.status().message().find('\x1b'), std::string::npos);
+  // Character references to NUL or surrogates stay as written.
+  EXPECT_EQ(xml_unescape("a&#0;b&#xD800;c"), "a&#0;b&#xD800;c");
 }
 
 TEST(HttpStoreConfig, RejectsBadConfigurations) {

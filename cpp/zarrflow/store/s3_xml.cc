@@ -43,6 +43,14 @@ void append_utf8(std::string& out, std::uint32_t cp) {
   }
 }
 
+// `s` with bytes outside printable ASCII shown as '?', for messages about bodies of any kind.
+std::string printable(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c < 0x20 || c > 0x7E) c = '?';
+  return out;
+}
+
 }  // namespace
 
 std::string xml_unescape(std::string_view s) {
@@ -55,17 +63,24 @@ std::string xml_unescape(std::string_view s) {
       continue;
     }
     const std::string_view ent = s.substr(i + 1, semi - i - 1);
-    if (ent == "amp") out.push_back('&');
-    else if (ent == "lt") out.push_back('<');
-    else if (ent == "gt") out.push_back('>');
-    else if (ent == "quot") out.push_back('"');
-    else if (ent == "apos") out.push_back('\'');
+    if (ent == "amp")
+      out.push_back('&');
+    else if (ent == "lt")
+      out.push_back('<');
+    else if (ent == "gt")
+      out.push_back('>');
+    else if (ent == "quot")
+      out.push_back('"');
+    else if (ent == "apos")
+      out.push_back('\'');
     else if (ent.size() > 1 && ent[0] == '#') {
       const bool hex = ent[1] == 'x' || ent[1] == 'X';
       const std::string_view digits = ent.substr(hex ? 2 : 1);
       std::uint32_t cp = 0;
-      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
-      if (ec != std::errc() || p != digits.data() + digits.size() || cp > 0x10FFFF) {
+      auto [p, ec] =
+          std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
+      if (ec != std::errc() || p != digits.data() + digits.size() || cp == 0 || cp > 0x10FFFF ||
+          (cp >= 0xD800 && cp <= 0xDFFF)) {
         out.push_back(s[i]);
         continue;
       }
@@ -81,14 +96,17 @@ std::string xml_unescape(std::string_view s) {
 
 Result<S3ListPage> parse_s3_list(std::string_view xml) {
   if (xml.find("<ListBucketResult") == std::string_view::npos)
-    return corrupt_data("not a ListBucketResult: " + std::string(xml.substr(0, 200)));
+    return corrupt_data("not a ListBucketResult: '" + printable(xml.substr(0, 200)) + "'");
+  if (xml.rfind("</ListBucketResult>") == std::string_view::npos)
+    return corrupt_data("the listing is cut short (no </ListBucketResult> in its " +
+                        std::to_string(xml.size()) + " bytes)");
   S3ListPage page;
   for (std::string_view c : elements(xml, "Contents")) {
     const std::string_view size = first(c, "Size");
     std::uint64_t n = 0;
     auto [p, ec] = std::from_chars(size.data(), size.data() + size.size(), n);
     if (ec != std::errc() || p != size.data() + size.size())
-      return corrupt_data("listing: bad <Size> '" + std::string(size) + "'");
+      return corrupt_data("listing: bad <Size> '" + printable(size.substr(0, 40)) + "'");
     page.objects.emplace_back(xml_unescape(first(c, "Key")), n);
   }
   for (std::string_view c : elements(xml, "CommonPrefixes"))

@@ -70,6 +70,9 @@ Status Array::validate_region(const Selection& region, const StridedView& dest) 
 
 Status Array::read(const Selection& region, const StridedView& dest,
                    const ReadOptions& options) const {
+  if (md_.dtype.is_variable_length())  // no fixed-size elements: zarr/vlen_read.h reads them
+    return unimplemented(describe() + ": " + md_.dtype.v3_name() +
+                         " elements have no fixed size; read them with read_vlen");
   ZF_RETURN_IF_ERROR(validate_region(region, dest));
   if (region.empty()) return {};
   const auto blocks = chunk_blocks(region, md_.chunk_shape);

@@ -11,9 +11,11 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <random>
 #include <tuple>
 
 #include "zarrflow/codec/codec_test_util.h"
+#include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/store/memory_store.h"
 #include "zarrflow/zarr/gpu/device_read.h"
@@ -552,6 +554,239 @@ TEST_F(DeviceReadTest, CorruptChunkNamesTheKeyAndTheGpuStaysUsable) {
   EXPECT_NE(s.message().find("chunk 'c/0/1/2'"), std::string::npos) << s.message();
   cudaFree(d);
   expect_same(store, "bad", Selection{{2, 0, 0}, {3, 9, 7}, {1, 1, 1}});  // other chunks still read
+}
+
+// Corrupt numcodecs-LZ4 and Blosc lz4 / lz4hc / blosclz chunks through the GPU path with
+// gpu_decode="on" (zarrflow's own decoders): where the CPU path reads a corrupt chunk without
+// error, the GPU decodes it itself (no chunk handed to the CPU) to the same bytes; where the CPU
+// path raises, the GPU path raises the same error, word for word. The corruptions hit the
+// compressed streams (not Blosc's header or offsets, which the host checks before the GPU sees
+// them), often within their last bytes, where LZ4's end-of-block limits apply; truncations too.
+TEST_F(DeviceReadTest, CorruptLz4AndBlosclzChunksFailExactlyAsOnTheCpu) {
+  constexpr int kFields = 3, kSide = 64, kTrials = 40;
+  const Shape shape{kFields, kSide, kSide};
+  struct Case {
+    const char* name;
+    const char* codec;
+    std::function<Bytes(const Bytes&)> encode;
+  };
+  const auto blosc_codec = [](const char* cname, const char* shuffle) {
+    return std::string(R"({"name": "blosc", "configuration": {"cname": ")") + cname +
+           R"(", "clevel": 5, "shuffle": ")" + shuffle + R"(", "typesize": 4, "blocksize": 4096}})";
+  };
+  const std::string lz4_shuffle = blosc_codec("lz4", "shuffle"),
+                    lz4hc_none = blosc_codec("lz4hc", "noshuffle"),
+                    blosclz_bit = blosc_codec("blosclz", "bitshuffle");
+  const Case cases[] = {
+      {"numcodecs.lz4", R"({"name": "numcodecs.lz4", "configuration": {"acceleration": 1}})",
+       [](const Bytes& b) {
+         Bytes out(4 + std::size_t(LZ4_compressBound(int(b.size()))));
+         const int n = LZ4_compress_default(reinterpret_cast<const char*>(b.data()),
+                                            reinterpret_cast<char*>(out.data()) + 4, int(b.size()),
+                                            int(out.size()) - 4);
+         const auto raw = std::uint32_t(b.size());
+         std::memcpy(out.data(), &raw, 4);
+         out.resize(4 + std::size_t(n));
+         return out;
+       }},
+      {"blosc-lz4-shuffle", lz4_shuffle.c_str(),
+       [](const Bytes& b) { return blosc(b, "lz4", 1, 4096); }},
+      {"blosc-lz4hc-noshuffle", lz4hc_none.c_str(),
+       [](const Bytes& b) { return blosc(b, "lz4hc", 0, 4096); }},
+      {"blosc-blosclz-bitshuffle", blosclz_bit.c_str(),
+       [](const Bytes& b) { return blosc(b, "blosclz", 2, 4096); }},
+  };
+  // Runs of equal values, slow ramps and noise: literals, short and long matches, overlaps.
+  const auto value = [](int t, int k) {
+    if ((k / 300) % 3 == 0) return float(t);
+    return float(t) + 0.001f * float((k * 7919 + t) % ((k / 100) % 2 ? 1000 : 16));
+  };
+  for (std::size_t ci = 0; ci < std::size(cases); ++ci) {
+    const Case& c = cases[ci];
+    SCOPED_TRACE(c.name);
+    auto store = std::make_shared<MemoryStore>();
+    ASSERT_TRUE(store
+                    ->set("z/zarr.json",
+                          R"({"zarr_format": 3, "node_type": "array", "shape": [3, 64, 64],
+      "data_type": "float32", "chunk_grid": {"name": "regular",
+      "configuration": {"chunk_shape": [1, 64, 64]}}, "chunk_key_encoding": {"name": "default"},
+      "fill_value": 0.0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, )" +
+                              std::string(c.codec) + "]}")
+                    .ok());
+    std::vector<Bytes> originals;
+    for (int t = 0; t < kFields; ++t) {
+      std::vector<float> field(kSide * kSide);
+      for (int k = 0; k < kSide * kSide; ++k) field[k] = value(t, k);
+      Bytes raw(field.size() * 4);
+      std::memcpy(raw.data(), field.data(), raw.size());
+      originals.push_back(c.encode(raw));
+      ASSERT_TRUE(store->set("z/c/" + std::to_string(t) + "/0/0", originals.back()).ok());
+    }
+    // The byte ranges a corruption may hit in each chunk: the LZ4 block after numcodecs' size
+    // header, or the compressed streams of a Blosc chunk.
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> streams(kFields);
+    for (int t = 0; t < kFields; ++t) {
+      const Bytes& v = originals[t];
+      if (std::string(c.name) == "numcodecs.lz4") {
+        streams[t].push_back({4, v.size()});
+        continue;
+      }
+      auto plan = make_blosc_plan(ConstByteSpan(v.data(), v.size()));
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      for (const BloscStream& st : plan->streams)
+        if (st.kind != BloscStreamKind::kMemcpy)
+          streams[t].push_back({st.src_offset, st.src_offset + st.src_size});
+      ASSERT_FALSE(streams[t].empty());
+    }
+    std::mt19937 rng(static_cast<unsigned>(1000 + ci));
+    int both_ok = 0, both_fail = 0;
+    for (int trial = 0; trial < kTrials; ++trial) {
+      const int t = int(rng() % kFields);
+      Bytes v = originals[t];
+      const auto [begin, end] = streams[t][rng() % streams[t].size()];
+      switch (rng() % 4) {
+        case 0:  // flip 1-3 bytes of a stream
+          for (int k = 1 + int(rng() % 3); k > 0; --k)
+            v[begin + rng() % (end - begin)] ^= std::byte(1 + rng() % 255);
+          break;
+        case 1:  // flip a byte among a stream's last 16
+          v[end - 1 - rng() % std::min<std::size_t>(16, end - begin)] ^= std::byte(1 + rng() % 255);
+          break;
+        case 2: {  // overwrite a few bytes with 0x00 or 0xFF
+          const std::size_t at = begin + rng() % (end - begin);
+          const std::byte b = rng() % 2 ? std::byte{0xFF} : std::byte{0x00};
+          for (std::size_t k = at; k < std::min(end, at + 1 + rng() % 4); ++k) v[k] = b;
+          break;
+        }
+        default:  // truncate the chunk
+          v.resize(4 + rng() % (v.size() - 4));
+      }
+      const std::string key = "z/c/" + std::to_string(t) + "/0/0";
+      ASSERT_TRUE(store->set(key, v).ok());
+      const auto owner = open_array(store, "z");
+      ThreadPool pool(2);
+      DeviceReader reader;
+      DeviceReadOptions opt;
+      opt.pool = &pool;
+      opt.decode = GpuDecode::kOn;
+      DeviceReadReport report;
+      const std::size_t bytes = std::size_t(kFields) * kSide * kSide * 4;
+      Bytes cpu(bytes), gpu(bytes);
+      const StridedView host{cpu.data(), shape, c_strides(shape, 4)};
+      const Status cpu_status = owner->read(Selection::full(shape), host, ReadOptions{&pool});
+      void* d = nullptr;
+      ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+      const Status gpu_status =
+          reader.read(*owner, Selection::full(shape),
+                      {static_cast<std::byte*>(d), shape, c_strides(shape, 4)}, opt, &report);
+      if (gpu_status.ok())
+        ASSERT_EQ(cudaMemcpy(gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      cudaFree(d);
+      ASSERT_EQ(gpu_status.ok(), cpu_status.ok())
+          << "trial " << trial << ": CPU " << cpu_status.to_string() << "; GPU "
+          << gpu_status.to_string();
+      if (cpu_status.ok()) {
+        EXPECT_EQ(gpu, cpu) << "trial " << trial;
+        EXPECT_EQ(report.cpu_decoded, 0) << "trial " << trial << ": the GPU rejected a chunk "
+                                         << "the CPU decodes";
+        ++both_ok;
+      } else {
+        EXPECT_EQ(gpu_status.code(), cpu_status.code()) << "trial " << trial;
+        EXPECT_EQ(gpu_status.message(), cpu_status.message()) << "trial " << trial;
+        EXPECT_NE(gpu_status.message().find("chunk 'c/" + std::to_string(t) + "/0/0'"),
+                  std::string::npos)
+            << gpu_status.message();
+        ++both_fail;
+      }
+      ASSERT_TRUE(store->set(key, originals[t]).ok());
+    }
+    std::printf("%s: %d corrupt chunks decoded alike on the CPU and the GPU, %d rejected alike\n",
+                c.name, both_ok, both_fail);
+    EXPECT_GT(both_ok, 0);
+    EXPECT_GT(both_fail, kTrials / 4);
+  }
+}
+
+// numcodecs-LZ4 chunks of 16 KiB, one hand-made block each: literals, one long match, final
+// literals. liblz4 (the CPU path) rejects a match that ends within the last 5 bytes of the
+// output, and decodes a match offset of 0 as zeros; the GPU decoder must do the same: raise the
+// CPU's error, or decode the chunk itself to the same bytes.
+TEST_F(DeviceReadTest, Lz4BlocksAtLiblz4sLimitsDecodeAsOnTheCpu) {
+  constexpr std::size_t kChunk = 64 * 64 * 4;
+  const auto block = [](std::size_t lit, std::size_t offset, std::size_t last) {
+    const std::size_t length = kChunk - lit - last;
+    Bytes out(4);
+    const auto raw = std::uint32_t(kChunk);
+    std::memcpy(out.data(), &raw, 4);
+    const auto put = [&](std::size_t v) { out.push_back(std::byte(v)); };
+    const auto extend = [&](std::size_t extra) {
+      for (; extra >= 255; extra -= 255) put(255);
+      put(extra);
+    };
+    put(std::min<std::size_t>(lit, 15) << 4 | 15);  // the match length is >= 19
+    if (lit >= 15) extend(lit - 15);
+    for (std::size_t i = 0; i < lit; ++i) put(i * 37 + 1);
+    put(offset & 255);
+    put(offset >> 8);
+    extend(length - 19);
+    put(std::min<std::size_t>(last, 15) << 4);
+    for (std::size_t i = 0; i < last; ++i) put(200 + i);
+    return out;
+  };
+  struct Case {
+    const char* name;
+    Bytes chunk;
+    bool cpu_ok;
+  };
+  const Case cases[] = {
+      {"match of offset 4, 5 final literals", block(100, 4, 5), true},
+      {"match of offset 0, 5 final literals", block(100, 0, 5), true},
+      {"match ending 4 bytes before the end", block(100, 1, 4), false},
+      {"match ending 2 bytes before the end", block(100, 1, 2), false},
+  };
+  const Shape shape{2, 64, 64};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto store = std::make_shared<MemoryStore>();
+    ASSERT_TRUE(store
+                    ->set("e/zarr.json", R"({"zarr_format": 3, "node_type": "array",
+      "shape": [2, 64, 64], "data_type": "float32", "chunk_grid": {"name": "regular",
+      "configuration": {"chunk_shape": [1, 64, 64]}}, "chunk_key_encoding": {"name": "default"},
+      "fill_value": 0.0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "numcodecs.lz4", "configuration": {"acceleration": 1}}]})")
+                    .ok());
+    ASSERT_TRUE(store->set("e/c/0/0/0", block(100, 8, 5)).ok());
+    ASSERT_TRUE(store->set("e/c/1/0/0", c.chunk).ok());
+    const auto owner = open_array(store, "e");
+    ThreadPool pool(2);
+    const std::size_t bytes = 2 * kChunk;
+    Bytes cpu(bytes), gpu(bytes);
+    const Status cpu_status = owner->read(
+        Selection::full(shape), {cpu.data(), shape, c_strides(shape, 4)}, ReadOptions{&pool});
+    ASSERT_EQ(cpu_status.ok(), c.cpu_ok) << cpu_status.to_string();
+    DeviceReader reader;
+    DeviceReadOptions opt;
+    opt.pool = &pool;
+    opt.decode = GpuDecode::kOn;
+    DeviceReadReport report;
+    void* d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+    const Status gpu_status =
+        reader.read(*owner, Selection::full(shape),
+                    {static_cast<std::byte*>(d), shape, c_strides(shape, 4)}, opt, &report);
+    if (gpu_status.ok())
+      ASSERT_EQ(cudaMemcpy(gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(d);
+    if (c.cpu_ok) {
+      ASSERT_TRUE(gpu_status.ok()) << gpu_status.to_string();
+      EXPECT_EQ(gpu, cpu);
+      EXPECT_EQ(report.cpu_decoded, 0) << "the GPU decoder rejected a block liblz4 decodes";
+    } else {
+      ASSERT_FALSE(gpu_status.ok()) << "the GPU returned data for a block liblz4 rejects";
+      EXPECT_EQ(gpu_status.code(), cpu_status.code());
+      EXPECT_EQ(gpu_status.message(), cpu_status.message());
+    }
+  }
 }
 
 // A [n, 256, 256] float32 array "z" with one chunk per field: field t's element k is

@@ -1,5 +1,7 @@
 #include "zarrflow/zarr/fill_value.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -134,13 +136,114 @@ Result<std::vector<std::byte>> base64_decode(const std::string& s, const nlohman
   return out;
 }
 
+// The code points of UTF-8 text (JSON strings are valid UTF-8 once parsed).
+Result<std::vector<std::uint32_t>> utf8_code_points(const std::string& s, const nlohmann::json& v,
+                                                    const DataType& t) {
+  std::vector<std::uint32_t> out;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int n = c < 0x80           ? 1
+                  : (c >> 5) == 0x6  ? 2
+                  : (c >> 4) == 0xe  ? 3
+                  : (c >> 3) == 0x1e ? 4
+                                     : 0;
+    if (n == 0 || i + n > s.size()) return bad(v, t, "invalid UTF-8");
+    std::uint32_t cp = n == 1 ? c : c & (0x7f >> n);
+    for (int k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+    out.push_back(cp);
+    i += n;
+  }
+  return out;
+}
+
+// Text as NumPy stores it in "<U<n>": UTF-32LE code units, truncated or zero-padded to the
+// element (NumPy truncates a longer value when it fills an array, and so does zarr-python).
+Result<std::vector<std::byte>> utf32_scalar(const nlohmann::json& v, const DataType& t) {
+  if (!v.is_string()) return bad(v, t, "text fill values are strings");
+  ZF_ASSIGN_OR_RETURN(auto cps, utf8_code_points(v.get_ref<const std::string&>(), v, t));
+  std::vector<std::byte> b(t.size, std::byte{0});
+  for (std::size_t i = 0; i < cps.size() && 4 * i < t.size; ++i) std::memcpy(&b[4 * i], &cps[i], 4);
+  return b;
+}
+
+// What Python's str() gives for a float (repr's shortest round-trip digits, its notation rules):
+// zarr-python turns a numeric fill value of a variable-length string array into str(value).
+std::string python_float_str(double d) {
+  if (d == 0) return std::signbit(d) ? "-0.0" : "0.0";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
+  std::string sci(buf, end);  // "-1.2345e+16"
+  const bool neg = sci[0] == '-';
+  if (neg) sci.erase(0, 1);
+  const std::size_t e = sci.find('e');
+  std::string digits = sci.substr(0, e);
+  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+  const int exp10 = std::stoi(sci.substr(e + 1));
+  const int decpt = exp10 + 1;  // digits "123", decpt 2: 12.3
+  std::string out = neg ? "-" : "";
+  if (decpt > -4 && decpt <= 16) {
+    if (decpt <= 0) {
+      out += "0." + std::string(static_cast<std::size_t>(-decpt), '0') + digits;
+    } else if (static_cast<std::size_t>(decpt) >= digits.size()) {
+      out += digits + std::string(decpt - digits.size(), '0') + ".0";
+    } else {
+      out += digits.substr(0, decpt) + "." + digits.substr(decpt);
+    }
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  const int x = decpt - 1;
+  out += x < 0 ? "e-" : "e+";
+  const std::string xs = std::to_string(x < 0 ? -x : x);
+  out += (xs.size() < 2 ? "0" : "") + xs;
+  return out;
+}
+
+// A variable-length text fill value: its UTF-8 bytes. zarr-python accepts a string or a number
+// and uses str(value); a missing v2 value reads as "".
+Result<std::vector<std::byte>> vlen_text_scalar(const nlohmann::json& v, const DataType& t) {
+  std::string s;
+  if (v.is_string()) {
+    s = v.get_ref<const std::string&>();
+  } else if (v.is_boolean()) {
+    s = v.get<bool>() ? "True" : "False";
+  } else if (v.is_number_integer()) {
+    s = v.dump();
+  } else if (v.is_number_float()) {
+    s = python_float_str(v.get<double>());
+  } else {
+    return bad(v, t, "text fill values are strings or numbers");
+  }
+  std::vector<std::byte> b(s.size());
+  std::memcpy(b.data(), s.data(), s.size());
+  return b;
+}
+
+// A time fill value: an int64 count of the type's unit, or "NaT".
+Result<std::vector<std::byte>> time_scalar(const nlohmann::json& v, const DataType& t) {
+  if (v.is_string() && v.get_ref<const std::string&>() == "NaT")
+    return bytes_of(std::numeric_limits<std::int64_t>::min());
+  if (v.is_number()) return int_scalar<std::int64_t>(v, t);
+  return bad(v, t, "time fill values are integers or \"NaT\"");
+}
+
+// Base64 text decoded, for byte-valued types.
+Result<std::vector<std::byte>> base64_scalar(const nlohmann::json& v, const DataType& t) {
+  if (!v.is_string()) return bad(v, t, "byte fill values are base64 strings");
+  return base64_decode(v.get_ref<const std::string&>(), v, t);
+}
+
 }  // namespace
 
 Result<std::vector<std::byte>> parse_fill_value(const nlohmann::json& v, const DataType& t,
                                                 int zarr_format) {
   if (v.is_null()) {
-    if (zarr_format == 2) return std::vector<std::byte>(t.size, std::byte{0});
-    return invalid_metadata("fill_value must not be null in Zarr v3");
+    if (zarr_format != 2) return invalid_metadata("fill_value must not be null in Zarr v3");
+    // zarr-python reads a missing v2 fill value as the type's default: NaT for times, empty
+    // text and bytes, zeros otherwise.
+    if (t.is_time()) return bytes_of(std::numeric_limits<std::int64_t>::min());
+    return std::vector<std::byte>(t.size, std::byte{0});
   }
   switch (t.kind) {
     case DTypeKind::kBool:
@@ -196,8 +299,8 @@ Result<std::vector<std::byte>> parse_fill_value(const nlohmann::json& v, const D
             return bad(v, t, "raw fill values are arrays of bytes");
           b.push_back(static_cast<std::byte>(x.get<int>()));
         }
-      } else if (v.is_string() && zarr_format == 2) {
-        ZF_ASSIGN_OR_RETURN(b, base64_decode(v.get<std::string>(), v, t));
+      } else if (v.is_string()) {  // v2, and zarr-python's v3 raw_bytes
+        ZF_ASSIGN_OR_RETURN(b, base64_scalar(v, t));
       } else if (v.is_number_integer() && v == 0) {
         b.assign(t.size, std::byte{0});
       } else {
@@ -206,6 +309,29 @@ Result<std::vector<std::byte>> parse_fill_value(const nlohmann::json& v, const D
       if (b.size() != t.size) return bad(v, t, "needs " + std::to_string(t.size) + " bytes");
       return b;
     }
+    case DTypeKind::kStructured: {
+      ZF_ASSIGN_OR_RETURN(auto b, base64_scalar(v, t));
+      if (b.size() != t.size) return bad(v, t, "needs " + std::to_string(t.size) + " bytes");
+      return b;
+    }
+    case DTypeKind::kString:
+      return utf32_scalar(v, t);
+    case DTypeKind::kBytes: {
+      // NumPy pads a shorter value with zeros and truncates a longer one.
+      ZF_ASSIGN_OR_RETURN(auto b, base64_scalar(v, t));
+      b.resize(t.size, std::byte{0});
+      return b;
+    }
+    case DTypeKind::kDateTime:
+    case DTypeKind::kTimeDelta:
+      return time_scalar(v, t);
+    case DTypeKind::kVlenString:
+      return vlen_text_scalar(v, t);
+    case DTypeKind::kVlenBytes:
+      return base64_scalar(v, t);
+    case DTypeKind::kVlenArray:
+      // numcodecs' arrays have no fill value of their own; the Python layer reads the JSON.
+      return std::vector<std::byte>();
   }
   return bad(v, t);
 }

@@ -4,6 +4,7 @@
 
 #include "zarrflow/codec/registry.h"
 #include "zarrflow/codec/transpose.h"
+#include "zarrflow/zarr/dtype_json.h"
 #include "zarrflow/zarr/fill_value.h"
 
 namespace zarrflow {
@@ -97,6 +98,25 @@ Status expect_format(const nlohmann::json& doc, int format) {
   return {};
 }
 
+const nlohmann::json& member_or_null(const nlohmann::json& doc, const char* key) {
+  static const nlohmann::json null_json;
+  if (!doc.is_object()) return null_json;
+  auto it = doc.find(key);
+  return it == doc.end() ? null_json : *it;
+}
+
+// Runs a parser, turning a JSON type error that escaped it into kInvalidMetadata (the parsers
+// check each field's type before reading it; this keeps a missed case from becoming an
+// exception).
+template <typename F>
+auto guarded(F&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const nlohmann::json::exception& e) {
+    return invalid_metadata(std::string("malformed metadata: ") + e.what());
+  }
+}
+
 Result<nlohmann::json> attributes_of(const nlohmann::json& doc) {
   auto it = doc.find("attributes");
   if (it == doc.end() || it->is_null()) return nlohmann::json::object();
@@ -151,7 +171,9 @@ Result<nlohmann::json> parse_json(std::string_view text) {
   return doc;
 }
 
-Result<ArrayMetadata> parse_array_v3(const nlohmann::json& doc) {
+namespace {
+
+Result<ArrayMetadata> unguarded_parse_array_v3(const nlohmann::json& doc) {
   ZF_RETURN_IF_ERROR(expect_format(doc, 3));
   if (doc.value("node_type", nlohmann::json()) != "array")
     return invalid_metadata("field 'node_type' must be \"array\"");
@@ -167,7 +189,9 @@ Result<ArrayMetadata> parse_array_v3(const nlohmann::json& doc) {
   std::string name;
   nlohmann::json cfg;
   ZF_RETURN_IF_ERROR(split_extension(doc["data_type"], "data_type", name, cfg));
-  ZF_ASSIGN_OR_RETURN(md.dtype, parse_v3_data_type(name));
+  ZF_ASSIGN_OR_RETURN(ParsedDataType parsed, parse_v3_dtype(doc["data_type"]));
+  md.dtype = parsed.dtype;
+  md.dtype_fields = std::move(parsed.fields);
   md.dtype_json = name;
 
   if (!doc.contains("chunk_grid")) return invalid_metadata("missing required field 'chunk_grid'");
@@ -229,7 +253,8 @@ Result<ArrayMetadata> parse_array_v3(const nlohmann::json& doc) {
   return md;
 }
 
-Result<ArrayMetadata> parse_array_v2(const nlohmann::json& doc, const nlohmann::json& zattrs) {
+Result<ArrayMetadata> unguarded_parse_array_v2(const nlohmann::json& doc,
+                                               const nlohmann::json& zattrs) {
   ZF_RETURN_IF_ERROR(expect_format(doc, 2));
   ArrayMetadata md;
   md.zarr_format = 2;
@@ -239,17 +264,22 @@ Result<ArrayMetadata> parse_array_v2(const nlohmann::json& doc, const nlohmann::
 
   auto dt = doc.find("dtype");
   if (dt == doc.end()) return invalid_metadata("missing required field 'dtype'");
-  if (dt->is_array()) return unimplemented("structured dtype " + dt->dump() + " is not supported");
-  if (!dt->is_string())
-    return invalid_metadata("field 'dtype' must be a string, got " + dt->dump());
-  md.dtype_json = dt->get<std::string>();
-  ZF_ASSIGN_OR_RETURN(TypedEndian te, parse_numpy_typestr(md.dtype_json));
-  md.dtype = te.dtype;
-  md.v2_endian = te.endian;
+  const auto compressor = doc.value("compressor", nlohmann::json());
+  const auto filters = doc.value("filters", nlohmann::json());
+  ZF_ASSIGN_OR_RETURN(ParsedDataType parsed,
+                      parse_v2_dtype(*dt, v2_object_codec(filters, compressor)));
+  md.dtype_json = dt->is_string() ? dt->get<std::string>() : dt->dump();
+  md.dtype = parsed.dtype;
+  md.dtype_fields = std::move(parsed.fields);
+  md.v2_endian = parsed.endian;
   ZF_RETURN_IF_ERROR(check_sizes(md.shape, md.chunk_shape, md.dtype));
 
-  const std::string order = doc.value("order", std::string("C"));
-  if (order != "C" && order != "F") return invalid_metadata("field 'order' must be \"C\" or \"F\"");
+  std::string order = "C";
+  if (auto it = doc.find("order"); it != doc.end() && !it->is_null()) {
+    if (*it != "C" && *it != "F")
+      return invalid_metadata("field 'order' must be \"C\" or \"F\", got " + it->dump());
+    order = it->get<std::string>();
+  }
   md.v2_order = order[0];
 
   md.key_encoding = {ChunkKeyEncoding::Kind::kV2, '.'};
@@ -263,8 +293,6 @@ Result<ArrayMetadata> parse_array_v2(const nlohmann::json& doc, const nlohmann::
   md.fill_value_json = doc.value("fill_value", nlohmann::json());
   ZF_ASSIGN_OR_RETURN(md.fill_value, parse_fill_value(md.fill_value_json, md.dtype, 2));
 
-  const auto compressor = doc.value("compressor", nlohmann::json());
-  const auto filters = doc.value("filters", nlohmann::json());
   if (!compressor.is_null() &&
       !(compressor.is_object() && compressor.contains("id") && compressor["id"].is_string()))
     return invalid_metadata("field 'compressor' must be null or an object with an 'id', got " +
@@ -288,7 +316,7 @@ Result<ArrayMetadata> parse_array_v2(const nlohmann::json& doc, const nlohmann::
   return md;
 }
 
-Result<GroupMetadata> parse_group_v3(const nlohmann::json& doc) {
+Result<GroupMetadata> unguarded_parse_group_v3(const nlohmann::json& doc) {
   ZF_RETURN_IF_ERROR(expect_format(doc, 3));
   if (doc.value("node_type", nlohmann::json()) != "group")
     return invalid_metadata("field 'node_type' must be \"group\"");
@@ -298,7 +326,7 @@ Result<GroupMetadata> parse_group_v3(const nlohmann::json& doc) {
   g.zarr_format = 3;
   ZF_ASSIGN_OR_RETURN(g.attributes, attributes_of(doc));
   if (auto it = doc.find("consolidated_metadata"); it != doc.end() && !it->is_null()) {
-    if (!it->is_object() || it->value("kind", std::string()) != "inline" ||
+    if (!it->is_object() || it->value("kind", nlohmann::json()) != "inline" ||
         !it->contains("metadata") || !(*it)["metadata"].is_object())
       return invalid_metadata(
           "field 'consolidated_metadata' must be {\"kind\": \"inline\", "
@@ -308,8 +336,9 @@ Result<GroupMetadata> parse_group_v3(const nlohmann::json& doc) {
   return g;
 }
 
-Result<GroupMetadata> parse_group_v2(const nlohmann::json& zgroup, const nlohmann::json& zattrs,
-                                     const nlohmann::json* zmetadata) {
+Result<GroupMetadata> unguarded_parse_group_v2(const nlohmann::json& zgroup,
+                                               const nlohmann::json& zattrs,
+                                               const nlohmann::json* zmetadata) {
   ZF_RETURN_IF_ERROR(expect_format(zgroup, 2));
   GroupMetadata g;
   g.zarr_format = 2;
@@ -334,6 +363,31 @@ Result<GroupMetadata> parse_group_v2(const nlohmann::json& zgroup, const nlohman
   return g;
 }
 
+}  // namespace
+
+Result<ArrayMetadata> parse_array_v3(const nlohmann::json& doc) {
+  return guarded([&] { return unguarded_parse_array_v3(doc); });
+}
+
+Result<ArrayMetadata> parse_array_v2(const nlohmann::json& zarray, const nlohmann::json& zattrs) {
+  return guarded([&] { return unguarded_parse_array_v2(zarray, zattrs); });
+}
+
+Result<GroupMetadata> parse_group_v3(const nlohmann::json& doc) {
+  return guarded([&] { return unguarded_parse_group_v3(doc); });
+}
+
+Result<GroupMetadata> parse_group_v2(const nlohmann::json& zgroup, const nlohmann::json& zattrs,
+                                     const nlohmann::json* zmetadata) {
+  return guarded([&] { return unguarded_parse_group_v2(zgroup, zattrs, zmetadata); });
+}
+
+std::string numpy_dtype_string(const ArrayMetadata& md) {
+  if (md.dtype.kind == DTypeKind::kStructured && md.dtype_fields.is_array())
+    return md.dtype_fields.dump();
+  return md.dtype.numpy_str();
+}
+
 Result<CodecChain> build_codec_chain(const ArrayMetadata& md) {
   const ChunkSpec spec{md.dtype, md.chunk_shape, md.fill_value};
   if (md.zarr_format == 3) return CodecChain::from_v3_json(md.codecs_json, spec);
@@ -346,24 +400,37 @@ Result<CodecChain> build_codec_chain(const ArrayMetadata& md) {
     ZF_ASSIGN_OR_RETURN(auto t, make_transpose(std::move(order), md.chunk_shape.size()));
     codecs.push_back(std::move(t));
   }
-  nlohmann::json bytes_cfg = nlohmann::json::object();
-  if (md.v2_endian != Endian::kNotApplicable)
-    bytes_cfg["endian"] = md.v2_endian == Endian::kBig ? "big" : "little";
-  ZF_ASSIGN_OR_RETURN(auto bytes, CodecRegistry::v3().create("bytes", bytes_cfg, spec));
-  codecs.push_back(std::move(bytes));
+  const nlohmann::json& filters = member_or_null(md.codecs_json, "filters");
+  const nlohmann::json& compressor = member_or_null(md.codecs_json, "compressor");
+  // Object arrays: the object codec (a filter, or the compressor) turns elements into bytes, in
+  // place of the `bytes` codec; only bytes→bytes filters may follow it.
+  const std::string object =
+      md.dtype.is_variable_length() ? v2_object_codec(filters, compressor) : std::string();
+  if (object.empty()) {
+    nlohmann::json bytes_cfg = nlohmann::json::object();
+    if (md.v2_endian != Endian::kNotApplicable)
+      bytes_cfg["endian"] = md.v2_endian == Endian::kBig ? "big" : "little";
+    ZF_ASSIGN_OR_RETURN(auto bytes, CodecRegistry::v3().create("bytes", bytes_cfg, spec));
+    codecs.push_back(std::move(bytes));
+  }
+  bool object_seen = object.empty();
   auto add_v2 = [&](const nlohmann::json& cfg, const char* role) -> Status {
     if (!cfg.is_object() || !cfg.contains("id") || !cfg["id"].is_string())
       return invalid_metadata(std::string(role) + " must be an object with an 'id', got " +
                               cfg.dump());
-    auto made = CodecRegistry::v2().create(cfg["id"].get<std::string>(), cfg, spec);
+    const std::string id = cfg["id"].get<std::string>();
+    if (!object_seen && id != object)
+      return unimplemented(std::string(role) + " '" + id + "' before the object codec '" + object +
+                           "' is not supported");
+    object_seen = object_seen || id == object;
+    auto made = CodecRegistry::v2().create(id, cfg, spec);
     if (!made.ok()) return std::move(made).take_status().annotate(role);
     codecs.push_back(std::move(made).value());
     return {};
   };
-  if (const auto& filters = md.codecs_json["filters"]; filters.is_array())
+  if (filters.is_array())
     for (const auto& f : filters) ZF_RETURN_IF_ERROR(add_v2(f, "filter"));
-  if (const auto& c = md.codecs_json["compressor"]; !c.is_null())
-    ZF_RETURN_IF_ERROR(add_v2(c, "compressor"));
+  if (!compressor.is_null()) ZF_RETURN_IF_ERROR(add_v2(compressor, "compressor"));
   return CodecChain::from_codecs(std::move(codecs), spec);
 }
 

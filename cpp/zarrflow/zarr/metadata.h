@@ -35,11 +35,14 @@ struct ArrayMetadata {
   int zarr_format = 3;
   Shape shape;
   DataType dtype;
-  std::string dtype_json;  // as written: "float32" or "<f4"
-  Shape chunk_shape;       // the stored grid (shards, for sharded arrays)
+  std::string dtype_json;  // as written: "float32" or "<f4" (v3: the name; v2 structured: JSON)
+  // Structured types: NumPy's field list (see ParsedDataType::fields); null otherwise.
+  nlohmann::json dtype_fields;
+  Shape chunk_shape;  // the stored grid (shards, for sharded arrays)
   ChunkKeyEncoding key_encoding;
-  std::vector<std::byte> fill_value;  // one element, native byte order
-  nlohmann::json fill_value_json;     // as written
+  // One element, native byte order; variable-length text/bytes: the value's bytes (fill_value.h).
+  std::vector<std::byte> fill_value;
+  nlohmann::json fill_value_json;  // as written
   std::optional<std::vector<std::optional<std::string>>> dimension_names;
   nlohmann::json attributes = nlohmann::json::object();
   nlohmann::json codecs_json;  // v3 "codecs"; v2 {"compressor", "filters", "order", "dtype"}
@@ -70,6 +73,10 @@ Result<GroupMetadata> parse_group_v2(const nlohmann::json& zgroup, const nlohman
 // The codec chain for one stored chunk of `md` (for v2: order, dtype byte order, filters and
 // compressor turned into v3-style codecs).
 Result<CodecChain> build_codec_chain(const ArrayMetadata& md);
+
+// The element type as Python's numpy.dtype() takes it: DataType::numpy_str(), or for structured
+// types the JSON of their field list ('[["a", "<i4"], ["b", "|S2"]]').
+std::string numpy_dtype_string(const ArrayMetadata& md);
 
 // Parses a JSON document, kInvalidMetadata with the parser's message on failure.
 Result<nlohmann::json> parse_json(std::string_view text);

@@ -117,11 +117,8 @@ Result<BloscPlan> make_blosc_plan(ConstByteSpan chunk) {
     const std::uint64_t dst = std::uint64_t{b} * h.blocksize;
     const bool split = !plan.dont_split && plan.typesize <= kMaxSplits &&
                        size / plan.typesize >= kMinBufferSize && !leftover_block;
+    // parse_blosc_header refused split blocks that are not a multiple of the typesize.
     const std::uint32_t nsplits = split ? plan.typesize : 1;
-    if (size % nsplits != 0)
-      return bad("block " + std::to_string(b) + " is split into " + std::to_string(nsplits) +
-                 " streams but its " + std::to_string(size) +
-                 " bytes are not a multiple of the typesize");
     const std::uint32_t neblock = size / nsplits;
     const BloscUnshuffle op = unshuffle_of(plan, size);
     const auto first = static_cast<std::uint32_t>(plan.streams.size());

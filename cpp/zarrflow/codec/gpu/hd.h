@@ -31,8 +31,8 @@ enum DecodeStatus : int {
   kDecodeTruncated = -1,          // the input ends inside a token or before the end-of-block
   kDecodeOverflow = -2,           // the output would grow past dst_size
   kDecodeOffsetBeforeStart = -3,  // a match reaches back before the start of dst
-  kDecodeOffsetZero = -6,         // an LZ4 match offset of 0 (invalid in the format)
-  kDecodeTrailingGarbage = -7,    // dst is full but input remains
+  kDecodeEndOfBlock = -6,         // an LZ4 match too close to the end of the output
+  kDecodeTrailingGarbage = -7,    // input remains after what must be the last sequence
   kDecodeTooLarge = -8,           // dst_size does not fit the int return value
 };
 
@@ -44,10 +44,10 @@ ZF_HD inline const char* decode_status_name(int status) {
       return "output overflow";
     case kDecodeOffsetBeforeStart:
       return "match offset before the start of the output";
-    case kDecodeOffsetZero:
-      return "match offset 0";
+    case kDecodeEndOfBlock:
+      return "match within the last 5 bytes of the output";
     case kDecodeTrailingGarbage:
-      return "trailing bytes after the end of the output";
+      return "input left after the last sequence";
     case kDecodeTooLarge:
       return "output larger than 2 GiB";
     default:

@@ -9,13 +9,31 @@
 // op, so one barrier before the match (making all earlier writes visible) is enough, even for
 // overlapping matches (d < length) -- no rounds of d bytes and no barrier inside the copy.
 //
-// Every read of src and every read or write of dst is bounds-checked, whatever the input. The
-// result is the number of bytes written (the caller compares it with the size it expects), or a
-// negative DecodeStatus. Acceptance, compared with LZ4_decompress_safe (liblz4 1.9.4) into a
-// buffer of dst_size bytes: whatever it decodes, this decodes to the same bytes, except a match
-// offset of 0 (liblz4 writes zeros; here kDecodeOffsetZero). This decoder does not enforce the
-// format's end-of-block rules (last 5 bytes literal, last match 12 bytes before the end), which
-// valid encoders always follow; a block breaking them but otherwise well formed decodes here.
+// Acceptance is exactly that of LZ4_decompress_safe(src, dst, src_size, dst_size) in liblz4 1.9.4
+// and 1.10 as built for x86-64 (and for aarch64 by gcc), which the CPU codecs call (numcodecs LZ4
+// directly, c-blosc for its lz4/lz4hc streams): the same blocks decode, to the same bytes and the
+// same count, and the same blocks fail. The GPU path must never return data for a chunk the CPU
+// path rejects. liblz4 does not check the format's end-of-block rules as such; it checks limits
+// that depend on how far the input and output positions are from their ends, in two modes:
+//   * dst_size == 0: only the one-byte block {0x00} is accepted.
+//   * "fast" mode, from the start while dst_size >= 64: literals of a token below 15 are copied
+//     unchecked while at least 17 input bytes follow the token; longer ones while they end at
+//     least 32 bytes before both ends; a match is copied unchecked (but for its offset) while it
+//     ends more than 64 bytes before the end of the output. Anything else switches to safe mode
+//     for good, at that point of the sequence.
+//   * safe mode has a shortcut: literals of a token below 15, with more than 16 input bytes after
+//     the token and at least 32 bytes of output left, are copied unchecked, and so is the match
+//     that follows when its length code is below 15 and its offset is 8 or more.
+//   * Everywhere else, literals that reach within 12 bytes of the end of the output or within 8
+//     bytes of the end of the input must be the last sequence: they end the input exactly. A
+//     match must end at least 5 bytes before the end of the output.
+//   * Each length extension byte must leave at least 15 input bytes after it in a literal length,
+//     at least 4 in a match length.
+//   * A match offset beyond the output written so far fails; an offset of 0 is accepted and
+//     writes zeros (liblz4's copy reads the bytes it is writing, which it zeroes first).
+// Blocks that keep the format's end-of-block rules meet all of these. Every read of src and every
+// read or write of dst is also bounds-checked on its own. The result is the number of bytes written
+// (the caller compares it with the size it expects), or a negative DecodeStatus.
 #pragma once
 
 #include <climits>
@@ -31,6 +49,13 @@ ZF_HD inline void lane_copy(const std::uint8_t* src, std::uint8_t* dst, std::siz
                             int nlanes) {
   for (std::size_t i = static_cast<std::size_t>(lane); i < n; i += static_cast<std::size_t>(nlanes))
     dst[i] = src[i];
+}
+
+// dst[0, n) = value, lane-split.
+ZF_HD inline void lane_fill(std::uint8_t* dst, std::uint8_t value, std::size_t n, int lane,
+                            int nlanes) {
+  for (std::size_t i = static_cast<std::size_t>(lane); i < n; i += static_cast<std::size_t>(nlanes))
+    dst[i] = value;
 }
 
 // The LZ77 match dst[op, op + len) = copy from `dist` bytes back, with the usual byte-by-byte
@@ -63,48 +88,78 @@ template <class Sync>
 ZF_HD inline int lz4_decode_block_with(const std::uint8_t* src, std::size_t src_size,
                                        std::uint8_t* dst, std::size_t dst_size, int lane,
                                        int nlanes, Sync sync) {
-  if (dst_size > static_cast<std::size_t>(INT_MAX)) return kDecodeTooLarge;
+  if (dst_size > static_cast<std::size_t>(INT_MAX) || src_size > static_cast<std::size_t>(INT_MAX))
+    return kDecodeTooLarge;
+  if (src_size == 0) return kDecodeTruncated;
+  if (dst_size == 0) {                        // only the empty block {0x00}
+    if (src[0] != 0) return kDecodeOverflow;  // literals or a match
+    return src_size == 1 ? 0 : kDecodeTrailingGarbage;
+  }
   std::size_t ip = 0;
   std::size_t op = 0;
+  bool fast = dst_size >= 64;  // liblz4's fast mode (see above); once off, it stays off
   for (;;) {
-    if (ip >= src_size) return kDecodeTruncated;  // a block ends with a literals-only sequence
+    if (ip >= src_size) return kDecodeTruncated;  // (the limits below always leave a token)
     const unsigned token = src[ip++];
-
     std::size_t lit = token >> 4;
+    std::size_t len = token & 15;
+    const bool shortcut = !fast && lit != 15 && ip + 16 < src_size && op + 32 <= dst_size;
+    bool checked;  // whether these literals get the last-sequence test
     if (lit == 15) {
+      if (ip + 15 >= src_size) return kDecodeTruncated;
       unsigned b;
       do {
-        if (ip >= src_size) return kDecodeTruncated;
         b = src[ip++];
         lit += b;
+        if (ip + 15 > src_size) return kDecodeTruncated;
       } while (b == 255);
+      checked = !fast || op + lit + 32 > dst_size || ip + lit + 32 > src_size;
+    } else {
+      checked = fast ? ip + 17 > src_size : !shortcut;
     }
-    if (lit > src_size - ip) return kDecodeTruncated;
-    if (lit > dst_size - op) return kDecodeOverflow;
+    if (checked) {
+      fast = false;
+      if (op + lit + 12 > dst_size || ip + lit + 8 > src_size) {  // the last sequence
+        if (lit > src_size - ip) return kDecodeTruncated;
+        if (lit > dst_size - op) return kDecodeOverflow;
+        if (ip + lit != src_size) return kDecodeTrailingGarbage;
+        lane_copy(src + ip, dst + op, lit, lane, nlanes);
+        op += lit;
+        break;
+      }
+    }
+    // (Never taken: every path above leaves room for the literals, the offset and a token.)
+    if (lit + 2 > src_size - ip || lit > dst_size - op) return kDecodeTruncated;
     lane_copy(src + ip, dst + op, lit, lane, nlanes);
     ip += lit;
     op += lit;
-    if (ip == src_size) break;  // the last sequence has literals only
-    if (op == dst_size) return kDecodeTrailingGarbage;
 
-    if (src_size - ip < 2) return kDecodeTruncated;
     const std::size_t offset = src[ip] | static_cast<std::size_t>(src[ip + 1]) << 8;
     ip += 2;
-    std::size_t len = token & 15;
+    // The shortcut's match: at most 18 bytes, which fit (op <= dst_size - 18 here), unchecked.
+    const bool quick = shortcut && len != 15 && offset >= 8 && offset <= op;
     if (len == 15) {
       unsigned b;
       do {
-        if (ip >= src_size) return kDecodeTruncated;
+        if (ip >= src_size) return kDecodeTruncated;  // (never: the check below is stricter)
         b = src[ip++];
         len += b;
+        if (ip + 4 > src_size) return kDecodeTruncated;
       } while (b == 255);
     }
     len += 4;
-    if (offset == 0) return kDecodeOffsetZero;
     if (offset > op) return kDecodeOffsetBeforeStart;
-    if (len > dst_size - op) return kDecodeOverflow;
+    if (!quick) {
+      if (fast && op + len + 64 >= dst_size) fast = false;
+      if (!fast && op + len + 5 > dst_size)
+        return len > dst_size - op ? kDecodeOverflow : kDecodeEndOfBlock;
+    }
     sync();  // the match may read bytes other lanes wrote
-    lane_match(dst, op, offset, len, lane, nlanes);
+    if (offset == 0) {
+      lane_fill(dst + op, 0, len, lane, nlanes);
+    } else {
+      lane_match(dst, op, offset, len, lane, nlanes);
+    }
     op += len;
   }
   sync();  // leave dst complete for every lane

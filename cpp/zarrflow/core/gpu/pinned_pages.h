@@ -4,7 +4,7 @@
 // thread's kernel launches and synchronisations wait for all of it: on an H200 host a 2 GB
 // allocation stopped a training thread's 2 ms steps for 0.75-0.97 s, and cudaFreeHost of it for
 // 0.21-0.28 s
-// (benchmarks/probe_pinned_alloc.py, docs/benchmarks.md). Here the pages are mapped and faulted
+// (docs/performance.md). Here the pages are mapped and faulted
 // in by a few plain threads first (as transparent huge pages where the kernel allows), outside any
 // CUDA call, and only then registered: the registration pins pages that already exist, and the
 // same 2 GB stalled the training thread for 42-59 ms (0.1 s with 4 KiB pages); unregistering
