@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "python_codec.h"
 #include "tensor.h"
 #include "vlen.h"
 #include "zarrflow/codec/shard_index_cache.h"
@@ -629,6 +630,7 @@ NB_MODULE(_core, m) {
   });
 
   py::bind_tensor(m);
+  py::install_python_codecs();
 
   m.def(
       "cuda_status",

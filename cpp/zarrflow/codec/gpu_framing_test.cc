@@ -42,6 +42,23 @@ TEST(GpuFraming, AnalyzeChain) {
   EXPECT_FALSE(sharded.gpu);
 }
 
+// Codecs without a GPU decoder (numcodecs bz2, zarr-python's numcodecs filters, which decode as
+// bytes→bytes codecs after `bytes`) go to the host, and the reason names them.
+TEST(GpuFraming, HostCodecsSayWhich) {
+  auto bz2 = analyze_chain(chain(R"([{"name":"bytes","configuration":{"endian":"little"}},
+      {"name":"numcodecs.bz2","configuration":{"level":3}}])"));
+  EXPECT_FALSE(bz2.gpu);
+  EXPECT_EQ(bz2.reason, "codec 'bz2(level=3)' has no GPU decoder");
+  auto delta = analyze_chain(chain(R"([{"name":"numcodecs.delta","configuration":{
+      "dtype":"float32"}},{"name":"bytes","configuration":{"endian":"little"}}])"));
+  EXPECT_FALSE(delta.gpu);
+  EXPECT_NE(delta.reason.find("delta(dtype='<f4'"), std::string::npos) << delta.reason;
+  auto filtered = analyze_chain(chain(R"([{"name":"numcodecs.delta","configuration":{
+      "dtype":"float32"}},{"name":"bytes","configuration":{"endian":"little"}},{"name":"zstd"}])"));
+  EXPECT_FALSE(filtered.gpu);
+  EXPECT_NE(filtered.reason.find("delta"), std::string::npos) << filtered.reason;
+}
+
 TEST(GpuFraming, ZstdPayloadAndFallbacks) {
   const Bytes raw = data(256);
   ChainProgram p;
