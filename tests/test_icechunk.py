@@ -417,3 +417,78 @@ def test_virtualizarr_real_netcdf4_files(tmp_path) -> None:
             continue
         compared += _compare_virtualized(path, prefix)
     assert compared > 0
+
+
+# ------------------------------------------------------------------------------------------
+# everything on top: the Loader (snapshot pinning), inspect, the xarray engine, rechunk
+# ------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def weather(tmp_path_factory) -> dict:
+    """A (time, lat, lon) float32 repository with two commits on main."""
+    import zarr
+
+    path = tmp_path_factory.mktemp("weather") / "repo"
+    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(path)))
+    session = repo.writable_session("main")
+    g = zarr.group(store=session.store)
+    t = g.create_array("time", shape=(12,), chunks=(12,), dtype="int64", dimension_names=("time",))
+    t[...] = np.arange(12)
+    a = g.create_array("t2m", shape=(12, 8, 16), chunks=(1, 8, 16), dtype="float32",
+                       compressors=zarr.codecs.ZstdCodec(), dimension_names=("time", "lat", "lon"))
+    a[...] = np.random.default_rng(5).standard_normal((12, 8, 16)).astype("float32")
+    first = session.commit("first")
+    session = repo.writable_session("main")
+    zarr.open_group(store=session.store)["t2m"][0] = 0
+    second = session.commit("second")
+    return {"path": path, "first": first, "second": second}
+
+
+def test_loader_pins_a_snapshot_and_refuses_another_on_resume(weather) -> None:
+    kw = dict(batch_size=2, device="cpu", output="numpy", shuffle=True, seed=1)
+    ld = zarrflow.Loader(weather["path"], ["t2m"], **kw)
+    state = ld.state_dict()
+    assert state["snapshot_id"] == weather["second"]
+    old = zarrflow.Loader(zarrflow.open(weather["path"], ref=weather["first"]), ["t2m"], **kw)
+    with pytest.raises(zarrflow.LoaderError, match=weather["second"]):
+        old.load_state_dict(state)
+    old.load_state_dict(state, allow_snapshot_change=True)
+    same = zarrflow.Loader(zarrflow.open(weather["path"], ref=state["snapshot_id"]), ["t2m"], **kw)
+    same.load_state_dict(json.loads(json.dumps(state)))
+    batch = next(iter(same))
+    want = zarrflow.open(weather["path"], ref=weather["second"])["t2m"]
+    for row, t in zip(batch["x"], batch["time"]):
+        np.testing.assert_array_equal(row[0], want[int(t)])
+
+
+def test_inspect_names_snapshot_and_counts_chunk_kinds(repo, capsys) -> None:
+    from zarrflow import cli
+
+    assert cli.main(["inspect", str(repo["path"]), "--ref", "v1",
+                     "--virtual-container", repo["prefix"]]) == 0
+    out = capsys.readouterr().out
+    assert f"tag v1 → snapshot {repo['first']}" in out and "'first'" in out
+    assert "chunk references: 0 native, 0 inline, 4 virtual" in out
+    assert "chunk references: 12 native, 0 inline, 0 virtual" in out  # zstd at v1
+    assert "chunks 12/12 present" in out
+
+
+def test_xarray_engine_reads_a_snapshot(weather) -> None:
+    xr = pytest.importorskip("xarray")
+    ds = xr.open_dataset(weather["path"], engine="zarrflow", ref=weather["first"])
+    ds2 = xr.open_dataset(weather["path"], engine="zarrflow")
+    assert float(abs(ds2["t2m"][0]).max()) == 0.0
+    assert float(abs(ds["t2m"][0]).max()) > 0.0
+    np.testing.assert_array_equal(ds["t2m"].values[1:], ds2["t2m"].values[1:])
+
+
+def test_rechunk_reads_from_a_repository(weather, tmp_path) -> None:
+    pytest.importorskip("tensorstore")
+    from zarrflow import rechunk
+
+    out = tmp_path / "out.zarr"
+    rechunk.rechunk(weather["path"], out, rechunk.Options(chunks={"time": 4}), progress=False)
+    src = zarrflow.open(weather["path"])["t2m"][...]
+    dst = zarrflow.open(out)["t2m"]
+    assert dst.chunks[0] == 4
+    assert dst[...].tobytes() == src.tobytes()
