@@ -22,11 +22,13 @@ from pathlib import Path
 import numpy as np
 
 
-def make_repository(root: Path) -> dict:
+def make_repository(root: Path, data_dir: Path | None = None) -> dict:
+    """``data_dir``: where raw.bin goes (default root/data); virtual chunk locations are
+    absolute file:// URLs into it."""
     import icechunk as ic
     import zarr
 
-    data_dir = root / "data"
+    data_dir = data_dir or root / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
     raw = np.arange(64, dtype="<f4") * 0.5
     (data_dir / "raw.bin").write_bytes(raw.tobytes())
