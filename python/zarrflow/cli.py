@@ -119,13 +119,14 @@ class _Walk:
         self.failed.append((path, message))
 
 
-def inspect(path: str, out: TextIO = sys.stdout, deep: bool = True,
+def inspect(path: str, out: TextIO | None = None, deep: bool = True,
             storage_options: dict | None = None, ref: str | None = None,
             virtual_chunk_containers: object = None) -> list[tuple[str, str]]:
     """Print the hierarchy at ``path`` like zarrdump. A member that cannot be read is marked
     on its line, with the reason, and the walk goes on; returns those members as
     (path, error) pairs. For an Icechunk repository the first line names the ref, the snapshot
     id and its commit, and each array counts its native, inline and virtual chunks."""
+    out = out or sys.stdout  # looked up per call: sys.stdout may be replaced after import
     node = zf_open(path, storage_options=storage_options, ref=ref,
                    virtual_chunk_containers=virtual_chunk_containers)
     store = None
