@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "zarrflow/store/icechunk/manifest_generated.h"
 #include "zarrflow/store/icechunk/repo_generated.h"
@@ -18,6 +19,44 @@ constexpr unsigned char kMagic[12] = {0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7,
 constexpr char kCrockford[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 // FlatBuffers buffers are below 2 GiB (32-bit offsets).
 constexpr std::uint64_t kMaxFlatBuffer = (std::uint64_t{1} << 31) - 1;
+
+// The most a single zstd frame can decompress to, from its block headers (a compressed block
+// regenerates at most 128 KiB, raw and RLE blocks exactly their size); nullopt when the frame
+// cannot be walked (it is then decoded with a growing buffer, which reports the error).
+std::optional<std::uint64_t> frame_size_bound(ConstByteSpan frame) {
+  const auto* p = reinterpret_cast<const unsigned char*>(frame.data());
+  const std::size_t n = frame.size();
+  // Frame header (RFC 8878 3.1.1): magic, descriptor, [window], [dictionary id], [content size].
+  if (n < 5 || p[0] != 0x28 || p[1] != 0xB5 || p[2] != 0x2F || p[3] != 0xFD) return std::nullopt;
+  const unsigned fhd = p[4];
+  const bool single_segment = (fhd >> 5) & 1;
+  const unsigned fcs_flag = fhd >> 6;
+  constexpr std::size_t kDidSize[4] = {0, 1, 2, 4};
+  constexpr std::size_t kFcsSize[4] = {0, 2, 4, 8};
+  const std::size_t header = 5 + (single_segment ? 0 : 1) + kDidSize[fhd & 3] +
+                             (fcs_flag == 0 ? (single_segment ? 1 : 0) : kFcsSize[fcs_flag]);
+  std::uint64_t bound = 0;
+  for (std::size_t pos = header; pos + 3 <= n;) {
+    const std::uint32_t h = p[pos] | (p[pos + 1] << 8) | (std::uint32_t(p[pos + 2]) << 16);
+    const bool last = h & 1;
+    const std::uint32_t type = (h >> 1) & 3, size = h >> 3;
+    pos += 3;
+    if (type == 0) {  // raw
+      bound += size;
+      pos += size;
+    } else if (type == 1) {  // RLE: one byte, repeated `size` times
+      bound += size;
+      pos += 1;
+    } else if (type == 2) {  // compressed
+      bound += 128 << 10;
+      pos += size;
+    } else {
+      return std::nullopt;
+    }
+    if (last) return bound;
+  }
+  return std::nullopt;
+}
 
 struct DctxDeleter {
   void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
@@ -86,7 +125,9 @@ Result<Buffer> payload(ConstByteSpan bytes, const FileHeader& header, std::strin
   std::uint64_t guess = ZSTD_getFrameContentSize(body.data(), body.size());
   if (guess == ZSTD_CONTENTSIZE_ERROR)
     return corrupt_data(w + ": the zstd payload has no valid frame header");
-  if (guess == ZSTD_CONTENTSIZE_UNKNOWN) guess = body.size() * 4;
+  // Icechunk's frames do not record their size: bound it from the block headers, so that the
+  // payload is decompressed into one allocation (no regrowth copies of a 100 MB manifest).
+  if (guess == ZSTD_CONTENTSIZE_UNKNOWN) guess = frame_size_bound(body).value_or(body.size() * 4);
   Buffer out(static_cast<std::size_t>(
       std::min<std::uint64_t>(std::max<std::uint64_t>(guess, 64), max_bytes)));
   ZSTD_inBuffer in{body.data(), body.size(), 0};
