@@ -179,6 +179,22 @@ def test_virtual_chunks_from_s3_and_missing_credentials(repo, s3_repo, tmp_path,
     assert "chunk 'c/0/0'" in str(e.value) and "nc/raw.bin" in str(e.value)
 
 
+def test_repository_over_plain_http_with_virtual_chunks_from_http(repo) -> None:
+    """A repository on a web server, found by its layout (plain HTTP cannot list); an http://
+    container does not authorise the repository's file:// virtual chunk locations."""
+    from servers.range_server import RangeServer
+
+    with RangeServer(repo["root"]) as srv:
+        prefix = f"{srv.url}/data/"
+        g = zarrflow.open(f"{srv.url}/repo", ref="v1", virtual_chunk_containers={prefix: {}})
+        local = _open(repo, ref="v1")
+        for name in ("zstd", "coord", "split"):
+            assert g[name][...].tobytes() == local[name][...].tobytes(), name
+        # The repository's virtual chunks name file:// locations: not the http:// container.
+        with pytest.raises(errors.PathEscapeError, match="file://"):
+            g["virt"][...]
+
+
 # ------------------------------------------------------------------------------------------
 # bad input: one test each
 # ------------------------------------------------------------------------------------------

@@ -235,3 +235,38 @@ def test_real_netcdf4_files(path, tmp_path) -> None:
     for name, expected in numeric.items():
         got = g[name][...]
         assert got.astype(expected.dtype).tobytes() == expected.tobytes(), name
+
+
+def test_references_and_chunks_on_s3(hdf5, tmp_path) -> None:
+    """fo on S3 (target_options) and chunks on S3 (remote_protocol / remote_options), as with
+    fsspec; the bucket's other objects stay unreadable through the references."""
+    pytest.importorskip("moto")
+    from servers.s3_server import MotoS3Server
+
+    fo = _translate(hdf5, tmp_path / "refs.json", inline_threshold=0)
+    want = _reference_arrays(str(fo))
+    doc = json.loads(fo.read_text())
+    for k, v in doc["refs"].items():
+        if isinstance(v, list):
+            doc["refs"][k] = ["s3://kerchunk-data/files/gen.h5", *v[1:]]
+    (tmp_path / "s3refs.json").write_text(json.dumps(doc))
+    with MotoS3Server() as srv:
+        srv.create_bucket("kerchunk-data")
+        files = tmp_path / "upload"
+        files.mkdir()
+        (files / "gen.h5").write_bytes(hdf5.read_bytes())
+        srv.upload_dir(files, "kerchunk-data", "files")
+        refs_dir = tmp_path / "refs_upload"
+        refs_dir.mkdir()
+        (refs_dir / "refs.json").write_text(json.dumps(doc))
+        srv.upload_dir(refs_dir, "kerchunk-data", "refs")
+        opts = dict(endpoint_url=srv.endpoint, key=srv.access_key, secret=srv.secret_key)
+        g = zarrflow.open("reference://", storage_options={
+            "fo": "s3://kerchunk-data/refs/refs.json", "target_options": opts,
+            "remote_protocol": "s3", "remote_options": opts})
+        _assert_same(g, want)
+        # Without remote_protocol the S3 locations are not authorised.
+        g = zarrflow.open("reference://", storage_options={
+            "fo": "s3://kerchunk-data/refs/refs.json", "target_options": opts})
+        with pytest.raises(errors.PathEscapeError, match="s3://kerchunk-data/files/gen.h5"):
+            g["plain"][...]
