@@ -245,6 +245,16 @@ def test_corrupt_flatbuffer_is_refused_by_the_verifier(copy) -> None:
         _open(copy)
 
 
+def test_a_deleted_tag_is_not_a_ref(copy) -> None:
+    repo = icechunk.Repository.open(icechunk.local_filesystem_storage(str(copy["path"])))
+    repo.create_tag("gone", copy["first"])
+    assert _open(copy, ref="gone")["coord"].shape == (64,)
+    repo.delete_tag("gone")
+    with pytest.raises(errors.NodeNotFoundError, match="no branch, tag or snapshot 'gone'") as e:
+        _open(copy, ref="gone")
+    assert "v1" in str(e.value) and "gone" not in str(e.value).split("(", 1)[1]
+
+
 def test_wrong_magic(copy) -> None:
     f = _snapshot_file(copy, copy["second"])
     data = bytearray(f.read_bytes())

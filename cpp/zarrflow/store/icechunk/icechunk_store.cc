@@ -217,8 +217,12 @@ Result<ResolvedRef> Repository::resolve(std::string_view ref) const {
     };
     ZF_ASSIGN_OR_RETURN(auto branch, from(root->branches(), "branch"));
     if (branch) return *branch;
-    ZF_ASSIGN_OR_RETURN(auto tag, from(root->tags(), "tag"));
-    if (tag) return *tag;
+    bool deleted = false;
+    for (const auto* t : *root->deleted_tags()) deleted = deleted || view(t) == name;
+    if (!deleted) {
+      ZF_ASSIGN_OR_RETURN(auto tag, from(root->tags(), "tag"));
+      if (tag) return *tag;
+    }
     if (auto id = decode_id12(name); id.ok()) {
       for (const auto* info : *snapshots)
         if (std::memcmp(info->id()->bytes()->Data(), id->data(), 12) == 0)
