@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "python_codec.h"
+#include "status_error.h"
 #include "tensor.h"
 #include "vlen.h"
 #include "zarrflow/codec/shard_index_cache.h"
@@ -33,24 +34,10 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace zarrflow {
+// Icechunk repositories and Kerchunk reference sets (reference_stores.cc).
+void bind_reference_stores(nb::module_& m);
+
 namespace {
-
-// Carries a failed Status across the C++/Python boundary.
-struct StatusError : std::exception {
-  explicit StatusError(Status s) : status(std::move(s)) {}
-  const char* what() const noexcept override { return status.message().c_str(); }
-  Status status;
-};
-
-void throw_if_error(Status s) {
-  if (!s.ok()) throw StatusError(std::move(s));
-}
-
-template <typename T>
-T value_or_throw(Result<T> r) {
-  if (!r.ok()) throw StatusError(std::move(r).take_status());
-  return std::move(r).value();
-}
 
 // The exception class zarrflow.errors maps each code to.
 const char* exception_name(ErrorCode code) {
@@ -767,6 +754,7 @@ NB_MODULE(_core, m) {
   m.def("open_remote_store", [](const std::string& config_json) -> std::shared_ptr<Store> {
     return value_or_throw(HttpStore::open_json(config_json));
   });
+  bind_reference_stores(m);  // after Store, which its classes derive from
 
   nb::class_<Array>(m, "Array")
       .def_prop_ro("path", &Array::path)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.metadata
 import re
 import sys
 from typing import TextIO
 
 from . import bench, errors, rechunk, synth
-from ._api import Array, Group, open as zf_open
+from ._api import Array, Group, _store_and_path, open as zf_open
 from ._progress import human_bytes
-from ._remote import add_storage_arguments, storage_options_from
+from ._remote import add_storage_arguments, is_remote, storage_options_from
 
 
 def _shape(t: tuple | None) -> str:
@@ -53,12 +54,25 @@ def _array_lines(arr: Array, deep: bool) -> list[str]:
     return lines
 
 
+def _repository_line(store: object) -> str | None:
+    """One line on the Icechunk snapshot a store reads, or None for other stores."""
+    from . import _core
+
+    if not isinstance(store, _core.IcechunkStore):
+        return None
+    when = datetime.datetime.fromtimestamp(store.flushed_at_us / 1e6, tz=datetime.timezone.utc)
+    return (f"icechunk repository (spec {store.spec_version}): {store.ref_kind} "
+            f"{store.ref_name} → snapshot {store.snapshot_id} "
+            f"({when:%Y-%m-%d %H:%M:%S} UTC, {store.message!r})")
+
+
 class _Walk:
     """Prints a hierarchy and collects the members it could not read instead of stopping."""
 
-    def __init__(self, out: TextIO, deep: bool):
+    def __init__(self, out: TextIO, deep: bool, store: object = None):
         self.out = out
         self.deep = deep
+        self.store = store  # an IcechunkStore: chunk reference counts per array
         self.failed: list[tuple[str, str]] = []  # (path, error)
 
     def node(self, node: Array | Group, name: str, prefix: str, last: bool,
@@ -68,6 +82,10 @@ class _Walk:
         if isinstance(node, Array):
             try:
                 lines = _array_lines(node, self.deep)
+                if self.store is not None and self.deep:
+                    c = self.store.chunk_counts(node.path)
+                    lines.append(f"chunk references: {c['native']} native, {c['inline']} inline, "
+                                 f"{c['virtual']} virtual")
             except errors.ZarrflowError as e:
                 self.unreadable(node.path or name, name, prefix + branch, prefix + cont, e)
                 return
@@ -101,13 +119,24 @@ class _Walk:
         self.failed.append((path, message))
 
 
-def inspect(path: str, out: TextIO = sys.stdout, deep: bool = True,
-            storage_options: dict | None = None) -> list[tuple[str, str]]:
+def inspect(path: str, out: TextIO | None = None, deep: bool = True,
+            storage_options: dict | None = None, ref: str | None = None,
+            virtual_chunk_containers: object = None) -> list[tuple[str, str]]:
     """Print the hierarchy at ``path`` like zarrdump. A member that cannot be read is marked
     on its line, with the reason, and the walk goes on; returns those members as
-    (path, error) pairs."""
-    node = zf_open(path, storage_options=storage_options)
-    walk = _Walk(out, deep)
+    (path, error) pairs. For an Icechunk repository the first line names the ref, the snapshot
+    id and its commit, and each array counts its native, inline and virtual chunks."""
+    out = out or sys.stdout  # looked up per call: sys.stdout may be replaced after import
+    node = zf_open(path, storage_options=storage_options, ref=ref,
+                   virtual_chunk_containers=virtual_chunk_containers)
+    store = None
+    if ref is not None or not is_remote(path) or virtual_chunk_containers:
+        store = _store_and_path(path, storage_options, ref=ref,
+                                virtual_chunk_containers=virtual_chunk_containers)[0]
+    line = _repository_line(store) if store is not None else None
+    if line:
+        out.write(line + "\n")
+    walk = _Walk(out, deep, store if line else None)
     walk.node(node, path, "", True, top=True)
     return walk.failed
 
@@ -164,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
                                         "(file://, s3://, gs://, http(s)://)")
     p_inspect.add_argument("--no-storage", action="store_true",
                            help="skip listing chunks (faster on huge stores)")
+    p_inspect.add_argument("--ref", help="Icechunk repositories: branch, tag or snapshot id "
+                                         "(default: main)")
+    p_inspect.add_argument("--virtual-container", action="append", default=[], metavar="PREFIX",
+                           help="authorise virtual chunks under this URL prefix (repeatable)")
     add_storage_arguments(p_inspect)
     synth.add_parser(sub)
     rechunk.add_parser(sub)
@@ -173,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "inspect":
             failed = inspect(args.path, deep=not args.no_storage,
-                             storage_options=storage_options_from(args))
+                             storage_options=storage_options_from(args), ref=args.ref,
+                             virtual_chunk_containers=args.virtual_container or None)
             if failed:
                 names = ", ".join(p for p, _ in failed[:10]) + (" …" if len(failed) > 10 else "")
                 print(f"zarrflow: {len(failed)} member(s) could not be read: {names}",

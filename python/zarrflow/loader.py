@@ -601,11 +601,22 @@ class Loader:
         self._resume = 0
 
     def state_dict(self) -> dict:
-        return {"epoch": self.epoch, "position": self._position, "seed": self.seed}
+        state = {"epoch": self.epoch, "position": self._position, "seed": self.seed}
+        if self.spec.group.snapshot_id is not None:  # an Icechunk repository: the data version
+            state["snapshot_id"] = self.spec.group.snapshot_id
+        return state
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, *, allow_snapshot_change: bool = False) -> None:
+        """Resumes where ``state`` was saved. A state saved while reading another snapshot of an
+        Icechunk repository (the branch moved on) is refused unless ``allow_snapshot_change``;
+        open the saved ``state["snapshot_id"]`` with ``ref=`` to resume on the same data."""
         if state.get("seed", self.seed) != self.seed:
             raise LoaderError("state was saved with another seed")
+        saved, now = state.get("snapshot_id"), self.spec.group.snapshot_id
+        if saved != now and not allow_snapshot_change:
+            raise LoaderError(f"state was saved reading snapshot {saved}, this loader reads "
+                              f"{now}; open ref={saved!r} to resume on the same data, or pass "
+                              f"allow_snapshot_change=True")
         self.epoch, self._resume = int(state["epoch"]), int(state["position"])
 
     def batches(self, epoch: int | None = None) -> list[np.ndarray]:

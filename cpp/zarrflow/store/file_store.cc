@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -260,6 +261,23 @@ Result<std::optional<std::uint64_t>> FileStore::size(std::string_view key) const
     return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
   if (S_ISDIR(st.st_mode)) return is_directory(key);
   return std::optional(static_cast<std::uint64_t>(st.st_size));
+}
+
+Result<std::optional<ValueVersion>> FileStore::version(std::string_view key) const {
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  if (raw_fd < 0) return std::optional<ValueVersion>();
+  FdGuard fd(raw_fd);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0)
+    return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
+  if (S_ISDIR(st.st_mode)) return is_directory(key);
+  const auto micros = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000u +
+                      static_cast<std::uint64_t>(st.st_mtim.tv_nsec) / 1000u;
+  char etag[64];
+  std::snprintf(etag, sizeof etag, "%llx-%llx-%llx", static_cast<unsigned long long>(st.st_ino),
+                static_cast<unsigned long long>(micros),
+                static_cast<unsigned long long>(st.st_size));
+  return std::optional(ValueVersion{etag, static_cast<std::int64_t>(st.st_mtim.tv_sec)});
 }
 
 namespace {

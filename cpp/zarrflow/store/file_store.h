@@ -28,6 +28,7 @@ class FileStore final : public Store {
   Result<bool> read_range_into(std::string_view key, std::uint64_t offset,
                                ByteSpan dst) const override;
   Result<std::optional<std::uint64_t>> size(std::string_view key) const override;
+  Result<std::optional<ValueVersion>> version(std::string_view key) const override;
   Result<std::vector<ListEntry>> list(std::string_view prefix) const override;
   Result<std::vector<std::string>> list_dir(std::string_view prefix) const override;
   Status set(std::string_view key, ConstByteSpan value) override;

@@ -375,6 +375,13 @@ Result<std::optional<std::uint64_t>> HttpStore::size(std::string_view key) const
   return std::optional<std::uint64_t>(*r->total_size);
 }
 
+Result<std::optional<ValueVersion>> HttpStore::version(std::string_view key) const {
+  BodySink sink;
+  ZF_ASSIGN_OR_RETURN(auto r, fetch(key, "HEAD", std::nullopt, sink));
+  if (!r) return std::optional<ValueVersion>();
+  return std::optional(ValueVersion{r->etag, r->last_modified_s});
+}
+
 Result<S3ListPage> HttpStore::list_objects(const std::string& prefix, bool delimited) const {
   if (config_.kind == RemoteConfig::Kind::kHttp)
     return unimplemented("listing " + config_.display +

@@ -70,6 +70,8 @@ class HttpStore final : public Store {
                                ByteSpan dst) const override;
   Result<std::optional<Tail>> get_tail(std::string_view key, std::uint64_t length) const override;
   Result<std::optional<std::uint64_t>> size(std::string_view key) const override;
+  // A HEAD: the ETag and Last-Modified headers.
+  Result<std::optional<ValueVersion>> version(std::string_view key) const override;
   Result<std::vector<ListEntry>> list(std::string_view prefix) const override;
   Result<std::vector<std::string>> list_dir(std::string_view prefix) const override;
   Status set(std::string_view key, ConstByteSpan value) override;

@@ -41,6 +41,11 @@ Result<std::optional<Store::Tail>> Store::get_tail(std::string_view key,
   return std::optional(Tail{std::move((*parts)[0]), *total});
 }
 
+Result<std::optional<ValueVersion>> Store::version(std::string_view key) const {
+  return unimplemented(describe_key(key) + ": this store keeps no version (ETag or modification "
+                       "time) of its values");
+}
+
 Status validate_key(std::string_view key, bool allow_empty) {
   auto quoted = [&] { return "key '" + std::string(key) + "'"; };
   if (key.empty()) {

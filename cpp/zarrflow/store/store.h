@@ -41,6 +41,15 @@ struct CoalesceOptions {
   std::uint64_t max_merged_bytes = 16 << 20;  // upper bound of a merged request
 };
 
+// What identifies the stored version of a value, to check that the value a reference points at
+// (a virtual chunk inside a netCDF file) has not changed since the reference was made.
+struct ValueVersion {
+  // The object store's ETag (quotes stripped); for local files "<inode>-<mtime in µs>-<size>" in
+  // lowercase hex, the ETag icechunk and Rust's object_store give local files.
+  std::string etag;
+  std::optional<std::int64_t> modified_s;  // last modification, seconds since the Unix epoch
+};
+
 struct ListEntry {
   std::string key;     // relative to the listed prefix's store root (full key)
   std::uint64_t size;  // bytes
@@ -79,6 +88,10 @@ class Store {
 
   // Size of the value, or nullopt when the key does not exist.
   virtual Result<std::optional<std::uint64_t>> size(std::string_view key) const = 0;
+
+  // The value's version (ETag, modification time), nullopt when the key does not exist;
+  // kUnimplemented where the medium keeps none (the default).
+  virtual Result<std::optional<ValueVersion>> version(std::string_view key) const;
 
   // Every key below `prefix` (recursively), with sizes, sorted. prefix "" lists the whole store.
   virtual Result<std::vector<ListEntry>> list(std::string_view prefix) const = 0;
