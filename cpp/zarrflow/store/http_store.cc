@@ -190,10 +190,12 @@ Result<std::optional<HttpResponse>> HttpStore::fetch(std::string_view key, std::
   return std::optional(std::move(r));
 }
 
-Result<std::optional<Buffer>> HttpStore::get(std::string_view key) const {
+Result<std::optional<Buffer>> HttpStore::get(std::string_view key, std::uint64_t max_size) const {
   BodySink sink;
   ZF_ASSIGN_OR_RETURN(auto r, fetch(key, "GET", std::nullopt, sink));
   if (!r) return std::optional<Buffer>();
+  if (sink.grow.size() > max_size)
+    return value_too_large(describe_key(key), sink.grow.size(), max_size);
   return std::optional(std::move(sink.grow));
 }
 

@@ -53,7 +53,8 @@ class HttpStore final : public Store {
   //  "ca_bundle": ""}
   static Result<std::shared_ptr<HttpStore>> open_json(std::string_view json);
 
-  Result<std::optional<Buffer>> get(std::string_view key) const override;
+  Result<std::optional<Buffer>> get(std::string_view key,
+                                    std::uint64_t max_size = kNoLimit) const override;
   Result<std::optional<std::vector<Buffer>>> get_ranges(
       std::string_view key, std::span<const ByteRange> ranges) const override;
   Result<bool> read_exact(std::string_view key, ByteSpan dst) const override;
