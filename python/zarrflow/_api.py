@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _core, _gpu
 from ._remote import is_remote, open_remote
+from ._names import unknown_name
 from ._threads import make_executor
 from .errors import NodeNotFoundError, ZarrflowIndexError
 
@@ -50,9 +51,13 @@ def _wrap(node: Any, executor: _core.Executor) -> "Array | Group":
     return Group(node, executor)
 
 
+_LIMITS = ("max_chunk_bytes", "max_metadata_bytes", "max_metadata_depth")
+
+
 def open(path: str | os.PathLike, *, zarr_format: int | None = None,
          threads: int | None = None,
-         storage_options: dict[str, Any] | None = None) -> "Array | Group":
+         storage_options: dict[str, Any] | None = None,
+         limits: dict[str, int] | None = None) -> "Array | Group":
     """Open the Zarr array or group (v2 or v3) stored at ``path``.
 
     ``path`` is a local directory, ``file://``, ``s3://bucket/prefix``, ``gs://bucket/prefix``
@@ -60,10 +65,17 @@ def open(path: str | os.PathLike, *, zarr_format: int | None = None,
     requests in flight, timeouts, retries; see ``zarrflow._remote``). ``threads`` sets the size
     of the pool this hierarchy decodes with (default: the shared pool, sized by
     ZARRFLOW_NUM_THREADS or the CPU count); remote stores fetch on their own I/O pool of
-    ``max_in_flight`` threads.
+    ``max_in_flight`` threads. ``limits`` bounds what a store's metadata may make zarrflow read or
+    allocate (for this node and everything opened through it): ``max_chunk_bytes`` (decoded bytes
+    of one chunk, default 2 GiB), ``max_metadata_bytes`` (one metadata document, default 64 MiB),
+    ``max_metadata_depth`` (JSON nesting, default 256).
     """
+    limits = dict(limits or {})
+    for name in limits:
+        if name not in _LIMITS:
+            raise ValueError(unknown_name("limit", name, _LIMITS))
     store, node_path = _store_and_path(path, storage_options)
-    return _wrap(_core.open_node(store, node_path, zarr_format), make_executor(threads))
+    return _wrap(_core.open_node(store, node_path, zarr_format, **limits), make_executor(threads))
 
 
 def open_array(path: str | os.PathLike, **kwargs: Any) -> "Array":
