@@ -57,18 +57,20 @@ std::uint64_t max_stored_bytes(const ArrayMetadata& md, const CodecChain& chain,
 }  // namespace
 
 Result<std::shared_ptr<Array>> Array::open(std::shared_ptr<const Store> store, std::string path,
-                                           ArrayMetadata metadata, const OpenLimits& limits) {
+                                           ArrayMetadata metadata, const OpenLimits& limits,
+                                           std::string document) {
   const std::string where = "array '" + store->describe_key(path) + "'";
   auto chain = build_codec_chain(metadata);
   if (!chain.ok()) return std::move(chain).take_status().annotate(where);
   ZF_RETURN_IF_ERROR_CTX(check_chunk_limits(metadata, *chain, limits), where);
   const std::uint64_t max_stored = max_stored_bytes(metadata, *chain, limits);
   return std::shared_ptr<Array>(new Array(std::move(store), std::move(path), std::move(metadata),
-                                          std::move(chain).value(), max_stored));
+                                          std::move(chain).value(), max_stored,
+                                          std::move(document)));
 }
 
 Array::Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md,
-             CodecChain chain, std::uint64_t max_stored_bytes)
+             CodecChain chain, std::uint64_t max_stored_bytes, std::string document)
     : store_(std::move(store)),
       path_(std::move(path)),
       md_(std::move(md)),
@@ -79,7 +81,7 @@ Array::Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata
   raw_native_ = chain_.is_identity();
   name_ = store_->describe_key(path_);
   // Text instead of DOMs: nlohmann's tree takes several times the text's size.
-  metadata_json_ = md_.raw.dump();
+  metadata_json_ = document.empty() ? md_.raw.dump() : std::move(document);
   md_.raw = nullptr;
   attributes_json_ = md_.attributes.dump();
   md_.attributes = nlohmann::json::object();

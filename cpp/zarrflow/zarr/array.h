@@ -65,8 +65,11 @@ struct ReadRequest {
 
 class Array {
  public:
+  // `document`: the metadata as stored (v3 zarr.json; v2 {".zarray": ..., ".zattrs": ...}), kept
+  // as metadata_json(); empty: metadata.raw is serialized instead.
   static Result<std::shared_ptr<Array>> open(std::shared_ptr<const Store> store, std::string path,
-                                             ArrayMetadata metadata, const OpenLimits& limits = {});
+                                             ArrayMetadata metadata, const OpenLimits& limits = {},
+                                             std::string document = {});
 
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] const ArrayMetadata& metadata() const { return md_; }
@@ -84,7 +87,7 @@ class Array {
   // encoding with slack (stored_size_cap), or for codecs without a bound the larger of the
   // per-chunk limit and twice the decoded chunk.
   [[nodiscard]] std::uint64_t max_stored_chunk_bytes() const { return max_stored_bytes_; }
-  // The document(s) as read (v3 zarr.json; v2 {".zarray": ..., ".zattrs": ...}), compact JSON.
+  // The document(s) as read (v3 zarr.json; v2 {".zarray": ..., ".zattrs": ...}), JSON text.
   [[nodiscard]] const std::string& metadata_json() const { return metadata_json_; }
   // The user attributes, compact JSON.
   [[nodiscard]] const std::string& attributes_json() const { return attributes_json_; }
@@ -105,7 +108,7 @@ class Array {
 
  private:
   Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md, CodecChain chain,
-        std::uint64_t max_stored_bytes);
+        std::uint64_t max_stored_bytes, std::string document);
   Status validate_region_impl(const Selection& region, const StridedView& dest) const;
   // The selection takes every element of the chunk that lies inside the array.
   [[nodiscard]] bool covers_stored_part(const ChunkBlock& block) const;
