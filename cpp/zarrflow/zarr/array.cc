@@ -133,13 +133,18 @@ Status Array::read(const Selection& region, const StridedView& dest,
                    const ReadOptions& options) const {
   ZF_RETURN_IF_ERROR(validate_region(region, dest));
   if (region.empty()) return {};
-  const auto blocks = chunk_blocks(region, md_.chunk_shape);
-  ThreadPool* pool = store_->io_pool() != nullptr ? store_->io_pool() : options.pool;
-  DecodeContext ctx{pool, options.buffers, store_->coalescing()};
-  ctx.shard_indexes = options.shard_indexes;
-  return parallel_for(pool, blocks.size(), [&](std::size_t i) -> Status {
-    return read_chunk(blocks[i], block_view(dest, blocks[i]), ctx);
-  });
+  // Planning allocates too (a list of the chunks a region touches can be long).
+  try {
+    const auto blocks = chunk_blocks(region, md_.chunk_shape);
+    ThreadPool* pool = store_->io_pool() != nullptr ? store_->io_pool() : options.pool;
+    DecodeContext ctx{pool, options.buffers, store_->coalescing()};
+    ctx.shard_indexes = options.shard_indexes;
+    return parallel_for(pool, blocks.size(), [&](std::size_t i) -> Status {
+      return read_chunk(blocks[i], block_view(dest, blocks[i]), ctx);
+    });
+  } catch (...) {
+    return status_from_current_exception().annotate(describe());
+  }
 }
 
 bool Array::covers_stored_part(const ChunkBlock& block) const {
