@@ -113,10 +113,6 @@ struct LoopState {
   }
 };
 
-}  // namespace
-
-namespace {
-
 Status run_serially(std::size_t n, const std::function<Status(std::size_t)>& fn) {
   for (std::size_t i = 0; i < n; ++i) ZF_RETURN_IF_ERROR(run_guarded([&] { return fn(i); }));
   return {};

@@ -21,6 +21,15 @@ namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
 long sys_openat2(int dirfd, const char* path, int flags) {
   open_how how{};
   how.flags = static_cast<std::uint64_t>(flags);
@@ -127,19 +136,6 @@ Result<int> FileStore::open_key(std::string_view key, int flags) const {
   }
   return fd;
 }
-
-namespace {
-
-const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
-}
-
-}  // namespace
 
 Result<int> FileStore::open_value(std::string_view key, std::uint64_t* size) const {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. Regular files
