@@ -60,6 +60,8 @@ const char* exception_name(ErrorCode code) {
       return "PathEscapeError";
     case ErrorCode::kOutOfRange:
       return "ZarrflowIndexError";
+    case ErrorCode::kResourceExhausted:
+      return "ZarrflowMemoryError";
     default:
       return "ZarrflowError";
   }
@@ -612,7 +614,16 @@ NB_MODULE(_core, m) {
     } catch (const StatusError& e) {
       nb::object errors = nb::module_::import_("zarrflow.errors");
       nb::object cls = errors.attr(exception_name(e.status.code()));
-      PyErr_SetString(cls.ptr(), e.status.message().c_str());
+      // With its length: a message may hold a NUL byte (a key read from a listing or metadata),
+      // which a C string would cut off.
+      const std::string& msg = e.status.message();
+      nb::object text = nb::steal(PyUnicode_DecodeUTF8(
+          msg.data(), static_cast<Py_ssize_t>(msg.size()), "backslashreplace"));
+      if (!text.is_valid()) {
+        PyErr_Clear();
+        text = nb::str("(undecodable message)");
+      }
+      PyErr_SetObject(cls.ptr(), text.ptr());
     }
   });
 
@@ -720,6 +731,8 @@ NB_MODULE(_core, m) {
   nb::class_<Executor>(m, "Executor")
       .def(nb::init<std::size_t, int>(), "threads"_a, "nice"_a = 0)
       .def_prop_ro("threads", [](const Executor& e) { return e.pool.size(); })
+      .def_prop_ro("requested_threads", [](const Executor& e) { return e.pool.requested(); })
+      .def_prop_ro("start_error", [](const Executor& e) { return e.pool.start_error(); })
       .def_prop_ro("nice", [](const Executor& e) { return e.pool.nice(); });
 
   nb::class_<Store>(m, "Store")
@@ -796,9 +809,9 @@ NB_MODULE(_core, m) {
                        l.append(n ? nb::object(nb::str(n->c_str())) : nb::none());
                      return nb::tuple(l);
                    })
-      .def_prop_ro("attrs_json", [](const Array& a) { return a.metadata().attributes.dump(); })
+      .def_prop_ro("attrs_json", &Array::attributes_json)
       .def_prop_ro("codecs_json", [](const Array& a) { return a.metadata().codecs_json.dump(); })
-      .def_prop_ro("metadata_json", [](const Array& a) { return a.metadata().raw.dump(); })
+      .def_prop_ro("metadata_json", &Array::metadata_json)
       .def_prop_ro("codecs_description", [](const Array& a) { return a.codecs().describe(); })
       .def("chunk_key",
            [](const Array& a, const std::vector<std::int64_t>& c) { return a.chunk_key(c); })
@@ -881,11 +894,17 @@ NB_MODULE(_core, m) {
   m.def(
       "open_node",
       [](std::shared_ptr<Store> store, const std::string& path, std::optional<int> zarr_format,
-         bool use_consolidated) {
+         bool use_consolidated, std::optional<std::uint64_t> max_chunk_bytes,
+         std::optional<std::uint64_t> max_metadata_bytes,
+         std::optional<std::size_t> max_metadata_depth) {
+        OpenLimits limits;
+        if (max_chunk_bytes) limits.max_chunk_bytes = *max_chunk_bytes;
+        if (max_metadata_bytes) limits.metadata.max_bytes = *max_metadata_bytes;
+        if (max_metadata_depth) limits.metadata.max_depth = *max_metadata_depth;
         Result<Node> r = internal_error("unset");
         {
           nb::gil_scoped_release release;  // metadata reads may go over the network
-          r = open_node(store, path, zarr_format);
+          r = open_node(store, path, zarr_format, limits);
         }
         Node node = value_or_throw(std::move(r));
         // use_consolidated=False: members listed and opened from the store, not the metadata copy.
@@ -893,9 +912,11 @@ NB_MODULE(_core, m) {
             g != nullptr && !use_consolidated && (*g)->metadata().consolidated) {
           GroupMetadata md = (*g)->metadata();
           md.consolidated.reset();
-          node = std::make_shared<Group>(std::move(store), path, std::move(md));
+          node = std::make_shared<Group>(std::move(store), path, std::move(md), limits);
         }
         return wrap_node(std::move(node));
       },
-      "store"_a, "path"_a = "", "zarr_format"_a = nb::none(), "use_consolidated"_a = true);
+      "store"_a, "path"_a = "", "zarr_format"_a = nb::none(), "use_consolidated"_a = true,
+      "max_chunk_bytes"_a = nb::none(), "max_metadata_bytes"_a = nb::none(),
+      "max_metadata_depth"_a = nb::none());
 }

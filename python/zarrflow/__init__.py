@@ -31,6 +31,7 @@ from .errors import (
     UnsupportedError,
     ZarrflowError,
     ZarrflowIndexError,
+    ZarrflowMemoryError,
 )
 
 __version__ = "0.1.0"
@@ -66,4 +67,5 @@ __all__ = [
     "StoreIOError",
     "PathEscapeError",
     "ZarrflowIndexError",
+    "ZarrflowMemoryError",
 ]

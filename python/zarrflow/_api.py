@@ -69,20 +69,20 @@ def _store_and_path(path: str | os.PathLike,
     return _core.open_file_store(p), ""
 
 
-def _open_remote_node(path: str, store: Any, zarr_format: int | None,
-                      consolidated: bool) -> tuple[Any, Any]:
+def _open_remote_node(path: str, store: Any, zarr_format: int | None, consolidated: bool,
+                      limits: dict[str, int]) -> tuple[Any, Any]:
     """(node, store) of a remote plain Zarr store, or of the Icechunk repository at the URL when
     there is no Zarr node (detecting repositories costs requests only then)."""
     from . import _icechunk
 
     try:
-        return _core.open_node(store, "", zarr_format, consolidated), store
+        return _core.open_node(store, "", zarr_format, consolidated, **limits), store
     except NodeNotFoundError as original:
         try:
             repo_store = _icechunk.open_repository(path, store, None, {})
         except NodeNotFoundError:
             raise original from None
-        return _core.open_node(repo_store, "", zarr_format, consolidated), repo_store
+        return _core.open_node(repo_store, "", zarr_format, consolidated, **limits), repo_store
 
 
 def _wrap(node: Any, executor: _core.Executor) -> "Array | Group":
@@ -91,10 +91,14 @@ def _wrap(node: Any, executor: _core.Executor) -> "Array | Group":
     return Group(node, executor)
 
 
+_LIMITS = ("max_chunk_bytes", "max_metadata_bytes", "max_metadata_depth")
+
+
 def open(path: str | os.PathLike, *, zarr_format: int | None = None,
          use_consolidated: bool | None = None, threads: int | None = None,
          storage_options: dict[str, Any] | None = None, ref: str | None = None,
-         virtual_chunk_containers: Any = None) -> "Array | Group":
+         virtual_chunk_containers: Any = None,
+         limits: dict[str, int] | None = None) -> "Array | Group":
     """Open the Zarr array or group (v2 or v3) stored at ``path``.
 
     ``path`` is a local directory, ``file://``, ``s3://bucket/prefix``, ``gs://bucket/prefix``
@@ -104,7 +108,10 @@ def open(path: str | os.PathLike, *, zarr_format: int | None = None,
     ZARRFLOW_NUM_THREADS or the CPU count); remote stores fetch on their own I/O pool of
     ``max_in_flight`` threads. ``use_consolidated`` (as in zarr-python): None lists a group's
     members from its consolidated metadata when it has some, True requires it, False lists
-    and opens them from the store.
+    and opens them from the store. ``limits`` bounds what a store's metadata may make zarrflow
+    read or allocate (for this node and everything opened through it): ``max_chunk_bytes``
+    (decoded bytes of one chunk, default 2 GiB), ``max_metadata_bytes`` (one metadata document,
+    default 64 MiB), ``max_metadata_depth`` (JSON nesting, default 256).
 
     Icechunk repositories (a directory or URL holding one) open at ``ref``: a branch (default
     ``main``), a tag or a snapshot id. Kerchunk reference sets open as fsspec opens them:
@@ -112,14 +119,19 @@ def open(path: str | os.PathLike, *, zarr_format: int | None = None,
     "remote_options": {...}})``, or ``open("refs.json")``. Virtual chunks of either are read only
     from ``virtual_chunk_containers``: ``{url_prefix: storage_options}`` (docs/icechunk.md).
     """
+    limits = dict(limits or {})
+    for name in limits:
+        if name not in _LIMITS:
+            raise ValueError(unknown_name("limit", name, _LIMITS))
     p = os.fspath(path)
     store, node_path = _store_and_path(path, storage_options, ref=ref,
                                        virtual_chunk_containers=virtual_chunk_containers)
+    consolidated = use_consolidated is not False
     if is_remote(p) and ref is None and not virtual_chunk_containers \
             and not isinstance(store, _core.ReferenceStore):
-        node, store = _open_remote_node(p, store, zarr_format, use_consolidated is not False)
+        node, store = _open_remote_node(p, store, zarr_format, consolidated, limits)
     else:
-        node = _core.open_node(store, node_path, zarr_format, use_consolidated is not False)
+        node = _core.open_node(store, node_path, zarr_format, consolidated, **limits)
     if use_consolidated and isinstance(node, _core.Group) and not node.consolidated:
         raise MetadataError(f"'{os.fspath(path)}' has no consolidated metadata "
                             f"(use_consolidated=True; pass None or False to list the store)")

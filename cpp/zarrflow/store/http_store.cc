@@ -239,8 +239,9 @@ Result<std::optional<HttpResponse>> HttpStore::fetch(std::string_view key, std::
   return std::optional(std::move(r));
 }
 
-Result<std::optional<Buffer>> HttpStore::get(std::string_view key) const {
-  return get_at_most(key, std::nullopt);
+Result<std::optional<Buffer>> HttpStore::get(std::string_view key, std::uint64_t max_size) const {
+  // The bound goes to the transfer itself: a body past it ends the request (never buffered).
+  return get_at_most(key, max_size == kNoLimit ? std::nullopt : std::optional(max_size));
 }
 
 Result<std::optional<Buffer>> HttpStore::get_at_most(std::string_view key,

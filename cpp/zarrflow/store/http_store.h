@@ -58,7 +58,8 @@ class HttpStore final : public Store {
   //  "verify_tls": true, "ca_bundle": ""}
   static Result<std::shared_ptr<HttpStore>> open_json(std::string_view json);
 
-  Result<std::optional<Buffer>> get(std::string_view key) const override;
+  Result<std::optional<Buffer>> get(std::string_view key,
+                                    std::uint64_t max_size = kNoLimit) const override;
   // get() with the caller's bound on the value's size (a chunk's largest encoded size): a body
   // past `max_bytes` ends the transfer with kIoError. nullopt: the max_object_bytes option.
   Result<std::optional<Buffer>> get_at_most(std::string_view key,

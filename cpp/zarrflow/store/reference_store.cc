@@ -132,12 +132,20 @@ Result<std::optional<std::vector<Buffer>>> ReferenceStore::read_target(
   return std::optional(std::move(r).value());
 }
 
-Result<std::optional<Buffer>> ReferenceStore::get(std::string_view key) const {
+Result<std::optional<Buffer>> ReferenceStore::get(std::string_view key,
+                                                  std::uint64_t max_size) const {
   ZF_ASSIGN_OR_RETURN(auto ref, reference(key));
   if (!ref) return std::optional<Buffer>();
+  // A reference states its size (inline bytes, or a range): refuse it before reading.
+  const std::optional<std::uint64_t> size =
+      ref->kind == ChunkReference::Kind::kInline ? std::optional(ref->inline_bytes.size())
+                                                 : ref->length;
+  if (size && *size > max_size) return value_too_large(describe_key(key), *size, max_size);
   if (ref->kind == ChunkReference::Kind::kInline)
     return std::optional(Buffer::copy_of(ref->inline_bytes));
   ZF_ASSIGN_OR_RETURN(auto parts, read_target(key, *ref, {}));
+  if ((*parts)[0].size() > max_size)
+    return value_too_large(describe_key(key), (*parts)[0].size(), max_size);
   return std::optional(std::move((*parts)[0]));
 }
 

@@ -59,7 +59,8 @@ class ReferenceStore : public Store {
   // What `key` refers to; nullopt when nothing (a missing chunk, or no such node).
   virtual Result<std::optional<ChunkReference>> reference(std::string_view key) const = 0;
 
-  Result<std::optional<Buffer>> get(std::string_view key) const override;
+  Result<std::optional<Buffer>> get(std::string_view key,
+                                    std::uint64_t max_size = kNoLimit) const override;
   Result<std::optional<std::vector<Buffer>>> get_ranges(
       std::string_view key, std::span<const ByteRange> ranges) const override;
   Result<bool> read_exact(std::string_view key, ByteSpan dst) const override;
