@@ -284,7 +284,8 @@ Result<std::optional<ValueVersion>> FileStore::version(std::string_view key) con
   struct stat st;
   if (::fstat(fd.get(), &st) != 0)
     return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return is_directory(key);
+  if (!S_ISREG(st.st_mode))
+    return io_error(describe_key(key) + " is " + file_kind(st.st_mode) + ", not a value");
   const auto micros = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000u +
                       static_cast<std::uint64_t>(st.st_mtim.tv_nsec) / 1000u;
   char etag[64];
