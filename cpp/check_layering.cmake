@@ -1,0 +1,48 @@
+# The layering check (CTest `layering`): a file of one layer includes headers of its own layer and
+# of the layers before it, never of a later one. Layers, in order: core → store → codec → zarr →
+# pipeline; a layer's sub-folders (core/gpu, store/icechunk, pipeline/gpu, ...) belong to it.
+# Folders that are not layers (fuzz/) may include anything.
+#   cmake -DZARRFLOW_SOURCE=<dir holding core/, store/, ...> -P check_layering.cmake
+# Prints each include that points up a layer ("<file>:<line>: ...") and fails when there is one.
+cmake_minimum_required(VERSION 3.24)
+if(NOT ZARRFLOW_SOURCE)
+  message(FATAL_ERROR "check_layering.cmake: set ZARRFLOW_SOURCE to the cpp/zarrflow folder")
+endif()
+set(layers core store codec zarr pipeline)
+list(JOIN layers " → " order)
+
+file(GLOB_RECURSE files RELATIVE ${ZARRFLOW_SOURCE} ${ZARRFLOW_SOURCE}/*.h ${ZARRFLOW_SOURCE}/*.cc
+     ${ZARRFLOW_SOURCE}/*.cu)
+list(SORT files)
+set(checked 0)
+set(violations 0)
+foreach(file ${files})
+  string(REGEX MATCH "^[^/]+" layer "${file}")
+  list(FIND layers "${layer}" rank)
+  if(rank LESS 0)
+    continue()
+  endif()
+  math(EXPR checked "${checked} + 1")
+  file(STRINGS ${ZARRFLOW_SOURCE}/${file} lines)
+  set(number 0)
+  foreach(line IN LISTS lines)
+    math(EXPR number "${number} + 1")
+    if(NOT line MATCHES "^[ \t]*#[ \t]*include[ \t]*\"zarrflow/([^/\"]+)/")
+      continue()
+    endif()
+    set(target "${CMAKE_MATCH_1}")
+    list(FIND layers "${target}" target_rank)
+    if(target_rank GREATER rank)
+      string(STRIP "${line}" line)
+      message("${file}:${number}: ${layer} includes a header of the later layer ${target}: ${line}")
+      math(EXPR violations "${violations} + 1")
+    endif()
+  endforeach()
+endforeach()
+if(checked EQUAL 0)
+  message(FATAL_ERROR "check_layering.cmake: no layer sources under ${ZARRFLOW_SOURCE}")
+endif()
+if(violations GREATER 0)
+  message(FATAL_ERROR "${violations} include(s) point up a layer (order: ${order})")
+endif()
+message("layering: ${checked} files, no include points up a layer (order: ${order})")
