@@ -21,13 +21,13 @@
 #include "tensor.h"
 #include "vlen.h"
 #include "zarrflow/codec/shard_index_cache.h"
-#include "zarrflow/core/normalize.h"
+#include "zarrflow/pipeline/transform.h"
 #include "zarrflow/store/file_store.h"
 #include "zarrflow/store/http_store.h"
 #include "zarrflow/zarr/hierarchy.h"
 #ifdef ZARRFLOW_HAVE_CUDA
 #include "zarrflow/codec/gpu/nvcomp.h"
-#include "zarrflow/zarr/gpu/device_read.h"
+#include "zarrflow/pipeline/gpu/device_reader.h"
 #endif
 
 namespace nb = nanobind;

@@ -39,7 +39,7 @@ import numpy as np
 
 from .errors import MetadataError
 
-MAX_MASKED = 4  # raw values per array the loader masks (core/normalize.h: kMaxMasks)
+MAX_MASKED = 4  # raw values per array the loader masks (pipeline/transform.h: kMaxMasks)
 
 # Attributes that describe the encoding and are dropped from a decoded array.
 ENCODING_ATTRS = ("scale_factor", "add_offset", "_FillValue", "missing_value", "_Unsigned")

@@ -4,9 +4,6 @@
 //   decode_streams   one warp per LZ4 / blosclz / stored stream (zarrflow's own decoders, so
 //                    Blosc-LZ4 and numcodecs-LZ4 decode on the GPU even without nvCOMP)
 //   unshuffle        one thread block per Blosc block: byte or bit un-shuffle
-//   scatter          strided N-d copy of decoded chunks into the destination (edge clipping,
-//                    transpose, byte swap) or fill of missing chunks with the fill value;
-//                    optionally CF-decoded, normalised and cast on the way (training batches)
 //   check_sizes      compares nvCOMP's actual output sizes with the expected ones
 //   verify_checksums one thread block per inflated zlib / gzip stream: its Adler-32 / CRC-32
 //                    against the stream's trailer (nvCOMP ignores trailers; codec/gpu/checksum.h)
@@ -16,8 +13,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-
-#include "zarrflow/core/normalize.h"
 
 namespace zarrflow::gpu {
 
@@ -38,26 +33,6 @@ struct UnshuffleJob {
   std::uint32_t size;       // block bytes
   std::uint32_t typesize;
   std::uint32_t bitshuffle;  // 0 byte shuffle, 1 bit shuffle
-};
-
-constexpr int kMaxScatterDims = 8;  // after merging contiguous dimensions (more → host path)
-
-struct ScatterJob {
-  const std::uint8_t* src;  // null: fill with `fill`
-  std::uint8_t* dst;
-  std::int64_t count;  // elements
-  std::int32_t ndim;
-  std::uint32_t elem;       // bytes per source element (<= 32)
-  std::uint32_t swap_unit;  // > 1: reverse the bytes of each swap_unit-sized scalar
-  // tf.out == kStored: bytes as decoded. Otherwise elements of type tf.in (elem bytes) are
-  // written as cast(normalize_element(decode_element(v))) (core/normalize.h), NaNs counted: the
-  // loader's CF decoding and normalisation fused into the copy, so a batch is written once, in
-  // its training dtype.
-  ElementTransform tf;
-  std::int64_t shape[kMaxScatterDims];
-  std::int64_t src_strides[kMaxScatterDims];  // bytes
-  std::int64_t dst_strides[kMaxScatterDims];  // bytes
-  std::uint8_t fill[32];
 };
 
 // Error codes written to status slots by zarrflow's kernels (nvCOMP writes its own, positive).
@@ -84,16 +59,15 @@ struct ChecksumJob {
   std::uint32_t status;         // the inflate job's status slot (d_status is the inflates')
 };
 
+// Blocks for `items` work items at `per_block` a block (at least one; capped).
+inline unsigned grid_for(std::uint64_t items, unsigned per_block) {
+  const std::uint64_t g = (items + per_block - 1) / per_block;
+  return unsigned(g == 0 ? 1 : (g > 65535u * 16 ? 65535u * 16 : g));
+}
+
 cudaError_t launch_decode_streams(const StreamJob* d_jobs, std::uint32_t n, int* d_status,
                                   cudaStream_t stream);
 cudaError_t launch_unshuffle(const UnshuffleJob* d_jobs, std::uint32_t n, cudaStream_t stream);
-// `d_tile_starts[i]` is the first tile of job i (tiles of kScatterTile elements), n + 1 entries.
-// `d_nans` (device, may be null when no job transforms) is incremented by the number of NaN
-// source elements of the transforming jobs.
-constexpr std::int64_t kScatterTile = 4096;
-cudaError_t launch_scatter(const ScatterJob* d_jobs, std::uint32_t n,
-                           const std::int64_t* d_tile_starts, std::int64_t total_tiles,
-                           unsigned long long* d_nans, cudaStream_t stream);
 // status[i] = (actual[i] == expected[i]) ? status[i] : kErrSizeMismatch, for nvCOMP batches.
 cudaError_t launch_check_sizes(const std::size_t* d_actual, const std::size_t* d_expected,
                                int* d_status, std::uint32_t n, cudaStream_t stream);

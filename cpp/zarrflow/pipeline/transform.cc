@@ -1,4 +1,4 @@
-// Host loops of the element transform (normalize.h). Floating-point contraction is off in this
+// Host loops of the element transform (transform.h). Floating-point contraction is off in this
 // file: a fused multiply-add would round x * scale + offset once where NumPy (xarray) and the GPU
 // kernel round twice, and the bytes would differ. GCC also gets no-trapping-math (values are
 // unchanged; floating-point exceptions are not observed here), without which it branches around
@@ -9,7 +9,7 @@
 #pragma GCC optimize("fp-contract=off", "no-trapping-math")
 #endif
 
-#include "zarrflow/core/normalize.h"
+#include "zarrflow/pipeline/transform.h"
 
 #include <cmath>
 #include <cstring>

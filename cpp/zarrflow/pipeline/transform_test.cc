@@ -1,4 +1,4 @@
-#include "zarrflow/core/normalize.h"
+#include "zarrflow/pipeline/transform.h"
 
 #include <gtest/gtest.h>
 
@@ -85,7 +85,7 @@ TEST(NormalizeTest, BulkConversionMatchesElementWise) {
 
 // --- The element transform over every source type -----------------------------------------
 
-// The transform's definition written out with explicit roundings (normalize.h): the reference
+// The transform's definition written out with explicit roundings (transform.h): the reference
 // the bulk loops must reproduce bit for bit.
 template <typename T>
 double value_of(T v) {

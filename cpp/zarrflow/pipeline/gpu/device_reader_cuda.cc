@@ -14,10 +14,11 @@
 #include "zarrflow/codec/gpu/kernels.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/core/gpu/nvtx.h"
-#include "zarrflow/core/normalize.h"
+#include "zarrflow/pipeline/gpu/device_reader.h"
+#include "zarrflow/pipeline/gpu/scatter.h"
+#include "zarrflow/pipeline/transform.h"
 #include "zarrflow/store/file_store.h"
 #include "zarrflow/store/gpu/cufile.h"
-#include "zarrflow/zarr/gpu/device_read.h"
 
 namespace zarrflow::gpu {
 namespace {
@@ -125,45 +126,6 @@ std::uint64_t cpu_block_bytes(const Item& it) {
 // Bytes of the selected block once transformed (Item::tf set): elements in the output type.
 std::uint64_t converted_block_bytes(const Item& it) {
   return block_elements(it) * out_type_size(it.tf->out);
-}
-
-// A scatter job copying `sel` of a C-order chunk of `chunk_shape` at `src` (device) into `dest`;
-// src == nullptr fills with `fill`; `tf` (may be null) transforms the elements on the way.
-// nullopt when the views need more than kMaxScatterDims.
-std::optional<ScatterJob> make_scatter(const std::byte* src, const Shape& chunk_shape,
-                                       const Selection& sel, const StridedView& dest,
-                                       std::uint32_t elem, std::uint32_t swap_unit,
-                                       const std::vector<std::byte>* fill,
-                                       const ElementTransform* tf) {
-  ScatterJob j{};
-  if (tf != nullptr) j.tf = *tf;
-  Shape src_strides(sel.count.size(), 0);
-  const std::byte* base = src;
-  if (src != nullptr) {
-    const Shape cs = c_strides(chunk_shape, elem);
-    for (std::size_t i = 0; i < cs.size(); ++i) {
-      base += sel.start[i] * cs[i];
-      src_strides[i] = cs[i] * sel.step[i];
-    }
-  }
-  const MergedDims d = merge_dims(sel.count, src_strides, dest.strides);
-  if (d.n > kMaxScatterDims) return std::nullopt;
-  j.src = reinterpret_cast<const std::uint8_t*>(base);
-  j.dst = reinterpret_cast<std::uint8_t*>(dest.data);
-  j.ndim = d.n;
-  j.elem = elem;
-  j.swap_unit = swap_unit;
-  j.count = 1;
-  for (int i = 0; i < d.n; ++i) {
-    j.shape[i] = d.shape[i];
-    j.src_strides[i] = d.src[i];
-    j.dst_strides[i] = d.dst[i];
-    j.count *= d.shape[i];
-  }
-  if (fill != nullptr) std::memcpy(j.fill, fill->data(), std::min<std::size_t>(fill->size(), 32));
-  for (auto c : sel.count)
-    if (c == 0) j.count = 0;
-  return j;
 }
 
 // Host tables of one batch, packed into one pinned buffer and copied up once.

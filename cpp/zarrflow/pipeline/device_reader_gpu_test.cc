@@ -18,7 +18,7 @@
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/store/memory_store.h"
-#include "zarrflow/zarr/gpu/device_read.h"
+#include "zarrflow/pipeline/gpu/device_reader.h"
 #include "zarrflow/zarr/hierarchy.h"
 
 namespace zarrflow::gpu {

@@ -19,8 +19,8 @@
 // as xarray's CFMaskCoder does (it runs before the scale/offset coder).
 //
 // One definition for both sides: decode_element and normalize_element are __host__ __device__;
-// the GPU scatter kernel (codec/gpu/kernels.cu) applies them while copying chunks into a batch,
-// the host loops below (normalize.cc, compiled without floating-point contraction) to chunks the
+// the GPU scatter kernel (pipeline/gpu/scatter.cu) applies them while copying chunks into a batch,
+// the host loops below (transform.cc, compiled without floating-point contraction) to chunks the
 // host decoded, so a batch's bytes do not depend on where each chunk was decoded. NaNs of f are
 // counted; a 16-bit NaN is written as 0x7fff, the canonical NaN CUDA's conversions produce.
 #pragma once
