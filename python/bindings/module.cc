@@ -20,7 +20,7 @@
 #include "status_error.h"
 #include "tensor.h"
 #include "vlen.h"
-#include "zarrflow/codec/shard_index_cache.h"
+#include "zarrflow/pipeline/shard_index_cache.h"
 #include "zarrflow/pipeline/transform.h"
 #include "zarrflow/store/file_store.h"
 #include "zarrflow/store/http_store.h"
@@ -376,7 +376,7 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 }
 
 // CF decoding of one array's elements for read_batch: (packed, scale_factor, add_offset, raw
-// values to mask as the source type's bits); see core/normalize.h.
+// values to mask as the source type's bits); see pipeline/transform.h.
 using CfDecoding = std::tuple<bool, double, double, std::vector<std::uint64_t>>;
 
 // The element transform of every request: the array's source type and CF decoding, the row's
@@ -468,7 +468,7 @@ Status read_many_transformed(std::span<const ReadRequest> reqs,
 // `normalize`, float32, one (mean, std) row per region: the target receives
 // cast((f - mean) / std) in its own dtype (float32, bfloat16, float16), where f is the element
 // CF-decoded as `decode` says (one CfDecoding per array; none: f = the element as float32),
-// computed as the chunks are copied in (ElementTransform, core/normalize.h), and the report
+// computed as the chunks are copied in (ElementTransform, pipeline/transform.h), and the report
 // counts the NaNs of f.
 nb::dict read_batch(const nb::list& arrays,
                     const nb::ndarray<const std::int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>&

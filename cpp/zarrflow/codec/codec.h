@@ -37,13 +37,13 @@ struct ChunkSpec {
 };
 
 // Per-read resources handed down the chain. All pointers may be null (serial, plain malloc).
-class ShardIndexCache;
+class ShardIndexes;
 
 struct DecodeContext {
   ThreadPool* pool = nullptr;
   BufferPool* buffers = nullptr;
   CoalesceOptions coalesce;
-  ShardIndexCache* shard_indexes = nullptr;  // optional: shard indexes kept across reads
+  ShardIndexes* shard_indexes = nullptr;  // optional: shard indexes kept across reads
 
   [[nodiscard]] Buffer acquire(std::size_t n) const {
     return buffers ? buffers->acquire(n) : Buffer(n);

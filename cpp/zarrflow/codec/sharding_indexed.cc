@@ -15,7 +15,7 @@
 #include "zarrflow/codec/builtin.h"
 #include "zarrflow/codec/codec_chain.h"
 #include "zarrflow/codec/json_config.h"
-#include "zarrflow/codec/shard_index_cache.h"
+#include "zarrflow/codec/shard_indexes.h"
 #include "zarrflow/codec/sharding_indexed.h"
 #include "zarrflow/store/range_coalescer.h"
 
@@ -148,7 +148,7 @@ class ShardingCodec final : public ArrayToBytesCodec {
     std::string name;
     if (ctx.shard_indexes != nullptr) {
       name = reader.describe();
-      if (auto hit = ctx.shard_indexes->find(name)) return *hit;
+      if (auto hit = ctx.shard_indexes->find(name)) return hit;
     }
     auto index = std::make_shared<ShardIndex>();
     Buffer index_bytes;

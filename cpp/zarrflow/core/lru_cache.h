@@ -1,7 +1,7 @@
 // LruCache: values by string key within a byte budget, least recently used evicted first.
 // Thread-safe (one mutex; lookups are short). The caller states each value's size in bytes.
-// Used by the compressed chunk caches (gpu/device_read.h) and the shard index cache
-// (codec/shard_index_cache.h).
+// Used by the compressed chunk caches (pipeline/gpu/chunk_cache.h) and the shard index cache
+// (pipeline/shard_index_cache.h).
 #pragma once
 
 #include <cstdint>

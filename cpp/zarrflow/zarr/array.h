@@ -43,7 +43,7 @@ struct OpenLimits {
 struct ReadOptions {
   ThreadPool* pool = nullptr;     // chunk-parallel decode; null = the calling thread only
   BufferPool* buffers = nullptr;  // scratch for decompression; null = plain allocations
-  ShardIndexCache* shard_indexes = nullptr;  // optional: shard indexes kept across reads
+  ShardIndexes* shard_indexes = nullptr;  // optional: shard indexes kept across reads
 };
 
 // What is stored for an array (for `inspect`).

@@ -30,7 +30,7 @@
 
 #include <optional>
 
-#include "zarrflow/codec/shard_index_cache.h"
+#include "zarrflow/codec/shard_indexes.h"
 #include "zarrflow/core/gpu/device_memory.h"
 #include "zarrflow/pipeline/gpu/chunk_cache.h"
 #include "zarrflow/pipeline/transform.h"
@@ -54,7 +54,7 @@ struct DeviceReadOptions {
   cudaStream_t stream = nullptr;     // the caller's stream (null = the legacy default stream)
   ChunkCache* cache = nullptr;       // optional cache of compressed chunks in GPU memory
   ChunkCache* host_cache = nullptr;  // optional cache of compressed chunks in pinned host memory
-  ShardIndexCache* shard_indexes = nullptr;  // optional: shard indexes kept across reads
+  ShardIndexes* shard_indexes = nullptr;  // optional: shard indexes kept across reads
   // Compressed bytes staged per internal batch; 0 = chosen per codec: for chains decoded by
   // nvCOMP's zstd/deflate, whose calls have a fixed latency, 1/24 of the GPU's memory (at most
   // 8 GB; less when the GPU is full) staged and as much decoded; for the others 256 MB staged
