@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from zarrflow._prefetch import Gate, OrderedPrefetch
+from zarrflow.loader._prefetch import Gate, OrderedPrefetch
 
 
 class Tracker:
@@ -172,7 +172,7 @@ def test_a_worker_woken_by_a_take_starts_after_the_grace_only_while_results_wait
     """A worker that waited for room and is woken by the consumer taking an item while finished
     ones still wait (the consumer is handing one over) starts HANDOFF_GRACE_S later; a worker
     that did not wait, or finds nothing waiting, starts at once."""
-    from zarrflow import _prefetch
+    from zarrflow.loader import _prefetch
 
     monkeypatch.setattr(_prefetch, "HANDOFF_GRACE_S", 0.5)
     started: dict[int, float] = {}

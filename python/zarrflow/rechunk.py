@@ -249,7 +249,7 @@ def _stack_plans(group: Group, opts: Options) -> tuple[ArrayPlan, set[str]]:
 
     Channels are always CF-decoded (a stack has one float type, and packed channels each have
     their own scale), so the stack holds what the loader would read from the source."""
-    from .loader import LoaderError, _resolve
+    from .loader.spec import LoaderError, resolve_channel
 
     specs = list(opts.stack or ())
     if specs == ["all"]:
@@ -260,7 +260,7 @@ def _stack_plans(group: Group, opts: Options) -> tuple[ArrayPlan, set[str]]:
         if var not in names:
             raise RechunkError(f"rechunk --stack: {unknown_name('variable', var, names)}")
     try:
-        channels = [_resolve(group, s, "time", "level", "channel") for s in specs]
+        channels = [resolve_channel(group, s, "time", "level", "channel") for s in specs]
     except LoaderError as e:
         raise RechunkError(f"rechunk --stack: {e}") from None
     except errors.UnsupportedError as e:
