@@ -226,7 +226,8 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
                       prefetch=args.prefetch, workers=args.loader_workers,
                       threads=args.loader_threads, rank=rank, world_size=world,
                       gpu_decode="off" if kind == "zarrflow-gpu-hostdecode" else args.gpu_decode,
-                      host_decode_share=float(share) if share else "auto", cache_gb=args.cache_gb)
+                      host_decode_share=float(share) if share else "auto", cache_gb=args.cache_gb,
+                      drop_last=True)  # as the baselines' DataLoader
         train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
                                 block=args.shuffle_block, buffer=args.shuffle_buffer,
                                 time_range=(tr.start, tr.stop), batch_size=args.batch_size, **common)

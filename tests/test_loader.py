@@ -78,16 +78,16 @@ def test_batches_equal_direct_reads(store):
     ld = zarrflow.Loader(store, VARS, batch_size=4, device="cpu", output="numpy", shuffle=False)
     assert ld.channels == VARS
     batches = list(ld)
-    assert len(batches) == len(ld) == (NT - 1) // 4
+    assert len(batches) == len(ld) == -(-(NT - 1) // 4)  # the last batch holds the rest
     for i, batch in enumerate(batches):
         times = batch["time"]
-        assert list(times) == list(range(4 * i, 4 * i + 4))
-        assert batch["x"].shape == (4, 3, NLAT, NLON) and batch["x"].dtype == np.float32
+        assert list(times) == list(range(4 * i, min(4 * i + 4, NT - 1)))
+        assert batch["x"].shape == (len(times), 3, NLAT, NLON) and batch["x"].dtype == np.float32
         for b, t in enumerate(times):
             np.testing.assert_array_equal(batch["x"][b], expected(store, VARS, t))
             np.testing.assert_array_equal(batch["y"][b], expected(store, VARS, t + 1))
     st = ld.stats()
-    assert st["batches"] == len(batches) and st["samples"] == 4 * len(batches)
+    assert st["batches"] == len(batches) and st["samples"] == NT - 1
     assert st["missing"] == 0  # host reads do not report; the GPU reader counts (GPU tests)
 
 
@@ -211,13 +211,22 @@ def test_resume_mid_epoch(store):
 
 
 def test_rank_split_covers_epoch(store):
-    seen = []
+    """drop_last=True: disjoint shares of equal length; the default (drop_last=False, as
+    PyTorch's DistributedSampler): every sample is read, the shares padded to equal length."""
+    seen, padded = [], []
     for rank in range(2):
         ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", seed=3,
-                             rank=rank, world_size=2)
+                             rank=rank, world_size=2, drop_last=True)
         seen.append([t for b in ld for t in b["time"].tolist()])
+        ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", seed=3,
+                             rank=rank, world_size=2)
+        padded.append([t for b in ld for t in b["time"].tolist()])
+        assert len(ld) == -(-len(padded[-1]) // 3)
     assert not set(seen[0]) & set(seen[1])
-    assert len(seen[0]) == len(seen[1])
+    assert len(seen[0]) == len(seen[1]) == (NT - 1) // 2 // 3 * 3
+    assert len(padded[0]) == len(padded[1]) == -(-(NT - 1) // 2)
+    assert sorted(set(padded[0]) | set(padded[1])) == list(range(NT - 1))
+    assert len(set(padded[0]) & set(padded[1])) == 2 * len(padded[0]) - (NT - 1)
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -232,7 +241,7 @@ def test_rank_split_covers_epoch(store):
     (dict(variables=["t2m"], crop={"latitude": (0, 99)}), "outside"),
     (dict(variables=["t2m"], crop={"height": (0, 1)}), "unknown crop dims"),
     (dict(variables=["t2m"], layout="BCHW", input_steps=2), "one time step"),
-    (dict(variables=["t2m"], batch_size=50), "no batches"),
+    (dict(variables=["t2m"], batch_size=50, drop_last=True), "no batches"),
     (dict(variables=["t2m"], dtype="int8"), "dtype"),
     (dict(variables=["t2m"], normalize={"mean": [0], "std": [0]}), "positive"),
     (dict(variables=["t2m"], time_range=(5, 5)), "not inside"),
@@ -609,9 +618,9 @@ def test_anemoi_dataset_channels_by_name(anemoi_store):
     ref = zarr.open_group(str(anemoi_store), mode="r")["data"]
     idx = [ANEMOI_VARS.index(v) for v in picks]
     batches = list(ld)
-    assert len(batches) == (NT - 1) // 3
+    assert len(batches) == -(-(NT - 1) // 3)
     for batch in batches:
-        assert batch["x"].shape == (3, len(picks), 1, 600)
+        assert batch["x"].shape == (len(batch["time"]), len(picks), 1, 600)
         for b, t in enumerate(batch["time"].tolist()):
             for arr, step in ((batch["x"], t), (batch["y"], t + 1)):
                 want = ref[step][idx]

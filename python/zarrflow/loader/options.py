@@ -96,10 +96,10 @@ class LoaderOptions:
     >>> loader = zarrflow.Loader(spec, batch_size=8, options=opts)
     """
 
-    device: str = "cuda"
-    output: str = "torch"
+    device: str = "auto"
+    output: str = "auto"
     dtype: str = "float32"
-    layout: str = "BCHW"
+    layout: str = "auto"
     prefetch: int = 2
     workers: int | None = None
     missing: str = "fill"

@@ -121,7 +121,7 @@ class Sampler:
 
     def __init__(self, dataset: Any, *, shuffle: bool | str = True, seed: int = 0,
                  rank: int | None = None, world_size: int | None = None,
-                 drop_last: bool = True, block: int = 8, buffer: int = 64):
+                 drop_last: bool = False, block: int = 8, buffer: int = 64):
         self.num_samples = dataset if isinstance(dataset, int) else len(dataset)
         if isinstance(shuffle, (bool, np.bool_)):
             shuffle = bool(shuffle)
