@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zarrflow  # noqa: E402
-from zarrflow.synthetic import FieldMaker  # noqa: E402
+from zarrflow.tools.synthetic import FieldMaker  # noqa: E402
 
 NLAT, NLON = 721, 1440
 VARS = ["u_component_of_wind", "v_component_of_wind", "temperature", "geopotential",

@@ -8,10 +8,11 @@ import re
 import sys
 from typing import TextIO
 
-from . import bench, errors, rechunk, synth
-from ._api import Array, Group, open as zf_open
+from .. import errors
+from . import bench, rechunk, synth
+from .._api import Array, Group, open as zf_open
 from ._progress import human_bytes
-from ._remote import add_storage_arguments, storage_options_from
+from .._remote import add_storage_arguments, storage_options_from
 
 
 def _shape(t: tuple | None) -> str:
@@ -143,7 +144,7 @@ def _version() -> str:
     try:
         return importlib.metadata.version("zarrflow")
     except importlib.metadata.PackageNotFoundError:
-        from . import __version__
+        from .. import __version__
 
         return __version__
 
