@@ -93,8 +93,20 @@ class Loader:
         Device, output type, dtype, workers, caches... Default: ``LoaderOptions()`` with the
         keywords given here (``device="auto"``, ``output="auto"``).
     **keywords
-        Parameters of :class:`DatasetSpec` (with a store), :class:`Sampler` (without
-        ``sampler``) and :class:`LoaderOptions` (without ``options``).
+        The parameters of the parts not given, with their defaults (each class documents them):
+
+        - :class:`DatasetSpec` (with a store): ``input_steps=1``, ``lead=1``,
+          ``target_steps=1``, ``crop``, ``input_dims``, ``input_overlap``, ``time_range``,
+          ``normalize``, ``time_dim="time"``, ``level_dim="level"``,
+          ``channel_dim="channel"``, ``mask_and_scale=True``,
+          ``use_zarr_fill_value_as_mask``, ``storage_options``;
+        - :class:`Sampler` (without ``sampler``): ``shuffle=True``, ``seed=0``, ``rank``,
+          ``world_size``, ``drop_last=False``, ``block=8``, ``buffer=64``;
+        - :class:`LoaderOptions` (without ``options``): ``device="auto"``,
+          ``output="auto"``, ``dtype="float32"``, ``layout="auto"``, ``prefetch=2``,
+          ``workers``, ``missing="fill"``, ``gpu_decode="auto"``,
+          ``host_decode_share="auto"``, ``threads``, ``decode_threads``, ``cache_gb=0``,
+          ``host_cache_gb=0``, ``progress=0``, ``prime_next_epoch=True``.
 
     Yields
     ------
@@ -129,22 +141,27 @@ class Loader:
 
     Examples
     --------
-    The keyword form, on the store ``zarrflow synth era5.zarr`` writes:
+    The keyword form, on the store ``zarrflow synth era5.zarr`` writes (8 time steps of 6
+    channels on a 721 x 1440 grid):
 
     >>> loader = zarrflow.Loader("era5.zarr", ["data@2m_temperature", "data@geopotential@500"],
-    ...                          batch_size=8, shuffle="block", seed=1)
+    ...                          batch_size=4, shuffle="block", seed=1)
+    >>> len(loader)         # 7 samples: a batch of 4 and one of 3
+    2
     >>> for epoch in range(2):
     ...     loader.set_epoch(epoch)
     ...     for batch in loader:
-    ...         x, y = batch["x"], batch["y"]      # (8, 2, 64, 128) each
+    ...         x, y = batch["x"], batch["y"]      # (4, 2, 721, 1440), then (3, 2, 721, 1440)
 
-    The same loader from its parts:
+    The same loader from its parts, reading on the CPU into NumPy arrays:
 
     >>> spec = zarrflow.DatasetSpec("era5.zarr", ["data@2m_temperature", "data@geopotential@500"])
-    >>> with zarrflow.Loader(spec, batch_size=8,
-    ...                      sampler=zarrflow.Sampler(spec, shuffle="block", seed=1),
-    ...                      options=zarrflow.LoaderOptions(device="cpu")) as loader:
+    >>> sampler = zarrflow.Sampler(spec, shuffle="block", seed=1)
+    >>> options = zarrflow.LoaderOptions(device="cpu", output="numpy")
+    >>> with zarrflow.Loader(spec, batch_size=4, sampler=sampler, options=options) as loader:
     ...     batch = next(iter(loader))
+    >>> batch["x"].shape
+    (4, 2, 721, 1440)
     """
 
     def __init__(self, dataset: DatasetSpec | Any, variables: Sequence[str] | int | None = None,
@@ -166,6 +183,11 @@ class Loader:
         self.on_gpu = kind == "cuda"
         self.device = f"cuda:{self.device_id}" if self.on_gpu else "cpu"
         self.output = options.resolve_output(self.on_gpu)
+        if options.missing == "error" and not self.on_gpu:
+            # The host reader fills missing chunks without counting them (read_batch reports
+            # only NaNs for host batches), so the check cannot be kept there.
+            raise LoaderError("missing='error' needs a GPU loader: CPU batches fill chunks that "
+                              "are not stored with the fill value")
         self.dtype, self.missing, self.gpu_decode = options.dtype, options.missing, options.gpu_decode
         self.prefetch, self.progress = options.prefetch, options.progress
         cache_gb, host_cache_gb = options.cache_gb, options.host_cache_gb
@@ -260,10 +282,12 @@ class Loader:
 
     @property
     def rank(self) -> int:
+        """This process's rank (the sampler's)."""
         return self.sampler.rank
 
     @property
     def world_size(self) -> int:
+        """The number of ranks sharing each epoch (the sampler's)."""
         return self.sampler.world_size
 
     def __len__(self) -> int:
@@ -487,7 +511,7 @@ class Loader:
         t_read = time.perf_counter()
         if report:
             _gpu.say_once(report.get("notes", []))
-            if self.missing == "error" and report["missing"]:
+            if self.missing == "error" and report.get("missing", 0):
                 raise MissingChunkError(f"{report['missing']} chunks of this batch are not stored "
                                         f"(samples {list(map(int, samples))})")
         out, nans = raw, int(report.get("nans", 0)) if report else 0
@@ -561,9 +585,12 @@ class Loader:
         return p
 
     def close(self) -> None:
-        """Stop reading ahead and drop the chunk caches (the loader can still be iterated, it
-        then reads from storage again). Loaders made afterwards no longer plan around its GPU
-        memory."""
+        """Stop reading ahead and drop the chunk caches.
+
+        The loader can still be iterated afterwards (it then reads from storage again). Loaders
+        made afterwards no longer plan around its GPU memory. ``with Loader(...) as loader:``
+        closes it at the end of the block.
+        """
         with _live_lock:
             _planned.pop(self, None)
         self._drop_primed()
@@ -588,6 +615,8 @@ class Loader:
             _live.discard(p)
 
     def __iter__(self) -> Iterator[dict]:
+        """One pass over this rank's batches of the current epoch (see the class docstring for
+        what a batch holds); after :meth:`load_state_dict`, the rest of the saved epoch."""
         if os.getpid() != self._pid and self.on_gpu:
             raise RuntimeError("this zarrflow Loader (device='cuda') was created in another "
                                "process: CUDA does not survive fork. Create the loader inside the "
@@ -666,7 +695,24 @@ class Loader:
             self._primed = (epoch, self._prefetch(batches))
 
     def stats(self) -> dict:
-        """Counters since the loader was made: bytes, chunks, cache of shared chunks, waits."""
+        """Counters since the loader was made, for batches the consumer took.
+
+        Returns
+        -------
+        dict
+            ``batches``, ``samples``, ``batch_bytes`` (in the batches' dtype) and
+            ``batch_GBps`` (per second of the workers' time); ``read_s`` (the workers' time,
+            summed) and ``wait_s`` (the consumer's waits), ``mean_queue_depth`` (batches ready
+            when the consumer asked); ``nans`` in the batches; ``workers`` and ``prefetch``
+            after the memory plan, ``host_decode_share`` now; ``shard_indexes_read`` /
+            ``shard_indexes_reused``. GPU loaders also count ``chunks``, ``stored_bytes``,
+            ``deduplicated`` (reads saved because samples shared a chunk), ``missing``,
+            ``gpu_decoded`` / ``cpu_decoded``, ``cache_hits`` / ``host_cache_hits``, the GPU
+            time of copies, decoding and scatter (``h2d_ms``, ``decode_ms``, ``scatter_ms``), the
+            reading threads' time (``plan_ms``, ``fetch_ms``, ``enqueue_ms``, ``gpu_wait_ms``,
+            ``limit_wait_ms``), and with a decode balance its moves
+            (``decode_moves_to_gpu`` / ``decode_moves_to_host``).
+        """
         d = self.stats_.as_dict()
         d["host_decode_share"] = self.decode_share
         d["workers"], d["prefetch"] = self.workers, self.prefetch  # after the memory plan
@@ -679,18 +725,26 @@ class Loader:
 
     @property
     def decode_share(self) -> float:
-        """The fraction of GPU-decodable chunks the next batch leaves to the host threads."""
+        """The fraction of GPU-decodable chunks the next batch leaves to the host threads
+        (``host_decode_share``, or where the decode balance has moved it)."""
         return self._balance.share if self._balance is not None else self.host_decode_share
 
     def timeline(self) -> list[dict]:
-        """When each of the last batches taken (up to TIMELINE_LEN) was made and taken, to see
-        why a consumer waited: `worker` produced batch `batch` of `epoch` from `start` to `end`
-        (`read_end`: its chunks were in the batch buffer; the rest is normalising and casting),
-        the consumer asked for it at `asked` and got it at `taken` (`wait` = taken - asked) with
-        `ready` batches finished at that moment; `host_share` is the fraction of GPU-decodable
-        chunks it left to the host threads (see ``decode_share``); `pools_grew`: zarrflow's
-        memory pools allocated while it was made (the decode balance does not judge it; always
-        False without one). Times in seconds since the loader was made."""
+        """When each of the last batches taken (up to 1024) was made and taken: why a consumer
+        waited.
+
+        Returns
+        -------
+        list of dict
+            One per batch, oldest first: ``worker`` made batch ``batch`` of ``epoch`` from
+            ``start`` to ``end`` (``read_end``: its chunks were in the batch buffer); the
+            consumer asked for it at ``asked`` and got it at ``taken`` (``wait`` = taken -
+            asked) with ``ready`` batches finished at that moment; ``host_share`` is the
+            fraction of GPU-decodable chunks it left to the host threads (see
+            :attr:`decode_share`); ``pools_grew``: zarrflow's memory pools allocated while it
+            was made (always False without a decode balance). Times in seconds since the loader
+            was made.
+        """
         keys = ("epoch", "batch", "worker", "start", "read_end", "end", "asked", "taken", "ready",
                 "host_share", "pools_grew")
         out = []

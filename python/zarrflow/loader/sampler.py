@@ -112,8 +112,13 @@ class Sampler:
 
     Examples
     --------
-    >>> sampler = zarrflow.Sampler(spec, shuffle="block", seed=1, drop_last=True)
-    >>> loader = zarrflow.Loader(spec, batch_size=8, sampler=sampler)
+    >>> sampler = zarrflow.Sampler(10, shuffle=False, rank=1, world_size=4)
+    >>> list(sampler)       # 10 samples padded to 12: rank 1 takes 1, 5 and 9
+    [1, 5, 9]
+    >>> zarrflow.Sampler(10, shuffle=False, rank=1, world_size=4, drop_last=True).indices()
+    array([1, 5])
+    >>> sampler = zarrflow.Sampler(spec, shuffle="block", seed=1)
+    >>> loader = zarrflow.Loader(spec, batch_size=4, sampler=sampler)
     >>> for epoch in range(10):
     ...     loader.set_epoch(epoch)       # the sampler's epoch: a new order
     ...     for batch in loader: ...

@@ -265,11 +265,15 @@ class DatasetSpec:
 
     Examples
     --------
+    On the store ``zarrflow synth era5.zarr`` writes (8 time steps of 6 channels):
+
     >>> spec = zarrflow.DatasetSpec("era5.zarr", ["data@2m_temperature", "data@geopotential@500"])
-    >>> len(spec)   # samples: valid times x windows
-    63
+    >>> len(spec)           # times 0..6 have a target at t + 1
+    7
     >>> spec = zarrflow.DatasetSpec("era5.zarr", ["data@2m_temperature"], input_steps=2,
-    ...                             target_steps=2, time_range=(0, 48), normalize="stats.json")
+    ...                             target_steps=2, input_dims={"latitude": 360, "longitude": 720})
+    >>> len(spec), spec.window
+    (20, (360, 720))
     """
 
     def __init__(self, store: Any, variables: Sequence[str] | str, *, input_steps: int = 1,
