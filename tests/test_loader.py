@@ -13,7 +13,6 @@ import pytest
 
 import zarrflow
 from zarrflow.loader import LoaderError
-from zarrflow.loader.sampler import epoch_order, shard
 from zarrflow.loader.spec import valid_times
 
 zarr = pytest.importorskip("zarr")
@@ -170,26 +169,6 @@ def test_time_range_splits_without_leakage(store):
     b = next(iter(val))
     np.testing.assert_array_equal(b["x"][0, :, 0], g["t2m"][split:split + 2])
     np.testing.assert_array_equal(b["y"][0, 0, 0], g["t2m"][split + 2])
-
-
-def test_sampling_is_deterministic_and_ddp_shards_are_disjoint():
-    samples = np.arange(103)
-    a = epoch_order(samples, seed=1, epoch=2, shuffle=True)
-    assert np.array_equal(a, epoch_order(samples, seed=1, epoch=2, shuffle=True))
-    assert not np.array_equal(a, epoch_order(samples, seed=1, epoch=3, shuffle=True))
-    assert sorted(a) == list(samples)
-    for drop_last in (True, False):
-        parts = [shard(a, r, 4, drop_last) for r in range(4)]
-        assert len({len(p) for p in parts}) == 1  # equal counts: no rank waits on another
-        union = np.concatenate(parts)
-        if drop_last:
-            assert len(set(union)) == len(union) == 100  # disjoint
-        else:
-            assert set(union) == set(samples) and len(union) == 104  # padded by wrap-around
-    blocky = epoch_order(samples, seed=1, epoch=0, shuffle="block", block=8, buffer=16)
-    assert sorted(blocky) == list(samples)
-    # neighbours stay near each other: most consecutive picks are within a block's reach
-    assert np.median(np.abs(np.diff(blocky))) < 40
 
 
 def test_resume_mid_epoch(store):
@@ -666,3 +645,95 @@ def test_stored_statistics_missing_or_not_per_variable_are_clear_errors(anemoi_s
         zarrflow.stored_stats(anemoi_store, ["data@2t"], std="spread")
     with pytest.raises(LoaderError, match=r"'t2m' is not picked along 'variable'"):
         zarrflow.stored_stats(store, ["t2m"], mean="t2m", std="t2m")
+
+
+# --- the Loader's parts and its keyword form -------------------------------------------------
+
+
+def test_keyword_form_and_parts_give_the_same_batches(store):
+    kw = dict(input_steps=2, target_steps=1, crop={"latitude": (1, 7)})
+    keyword = zarrflow.Loader(store, VARS, batch_size=3, shuffle="block", seed=5, block=4,
+                              device="cpu", output="numpy", **kw)
+    spec = zarrflow.DatasetSpec(store, VARS, **kw)
+    parts = zarrflow.Loader(spec, batch_size=3,
+                            sampler=zarrflow.Sampler(spec, shuffle="block", seed=5, block=4),
+                            options=zarrflow.LoaderOptions(device="cpu", output="numpy"))
+    for epoch in (0, 1):
+        keyword.set_epoch(epoch)
+        parts.set_epoch(epoch)
+        a, b = list(keyword), list(parts)
+        assert len(a) == len(b) == len(keyword) == len(parts)
+        for x, y in zip(a, b):
+            assert x["time"].tolist() == y["time"].tolist()
+            np.testing.assert_array_equal(x["x"], y["x"])
+            np.testing.assert_array_equal(x["y"], y["y"])
+    assert len(zarrflow.Loader(spec, 4, device="cpu", output="numpy")) == -(-len(spec) // 4)
+
+
+def test_keywords_go_to_their_part_and_mixing_them_is_a_clear_error(store):
+    spec = zarrflow.DatasetSpec(store, VARS)
+    with pytest.raises(TypeError, match=r"unknown keyword 'shufle' \(did you mean 'shuffle'\?"):
+        zarrflow.Loader(store, VARS, shufle=False)
+    with pytest.raises(TypeError, match=r"\['crop'\] belong to the DatasetSpec"):
+        zarrflow.Loader(spec, crop={"latitude": (0, 2)})
+    with pytest.raises(TypeError, match=r"\['seed'\] belong to the Sampler passed as sampler"):
+        zarrflow.Loader(spec, sampler=zarrflow.Sampler(spec), seed=3)
+    with pytest.raises(TypeError, match=r"\['device'\] belong to the LoaderOptions passed as "
+                                        r"options"):
+        zarrflow.Loader(spec, options=zarrflow.LoaderOptions(), device="cpu")
+    with pytest.raises(TypeError, match="the DatasetSpec names the variables"):
+        zarrflow.Loader(spec, VARS)
+    with pytest.raises(TypeError, match="needs the variables"):
+        zarrflow.Loader(store)
+    with pytest.raises(LoaderError, match="the sampler was made for 5 samples"):
+        zarrflow.Loader(spec, sampler=zarrflow.Sampler(5), device="cpu", output="numpy")
+    with pytest.raises(LoaderError, match="batch_size must be an integer >= 1"):
+        zarrflow.Loader(spec, batch_size=0, device="cpu", output="numpy")
+
+
+def test_repr_and_context_manager(store):
+    with zarrflow.Loader(store, VARS, batch_size=4, device="cpu", output="numpy", seed=2,
+                         cache_gb=0.5) as ld:
+        text = repr(ld)
+        list(ld)  # the next epoch is now being read ahead
+        assert ld._primed is not None
+    assert ld._primed is None  # closed on leaving the block
+    assert text.splitlines() == [
+        f"Loader(batch_size=4, {len(ld)} batches per epoch",
+        f"  dataset={ld.spec!r}",
+        f"  sampler={ld.sampler!r}",
+        "  options: device='cpu', output='numpy', dtype='float32', layout='BCHW', prefetch=2, "
+        "workers=2, cache_gb=0.5)"]
+    assert "seed=2" in text and str(store) in text
+
+
+def test_resume_point_holds_until_the_epoch_changes(store):
+    ld = zarrflow.Loader(store, VARS, batch_size=2, device="cpu", output="numpy", seed=7)
+    ld.load_state_dict({"epoch": 1, "position": 3, "seed": 7})
+    ld.sampler.set_epoch(2)  # a new epoch set on the sampler itself: the resume point is gone
+    assert len(list(ld)) == len(ld)
+    ld.load_state_dict({"epoch": 1, "position": 3, "seed": 7})
+    assert len(list(ld)) == len(ld) - 3
+
+
+def test_every_public_name_is_documented():
+    import inspect
+
+    from zarrflow.loader import loader as loader_mod
+
+    doc = zarrflow.Loader.__doc__
+    for section in ("Parameters", "Yields", "Raises", "Examples"):
+        assert f"\n    {section}\n    ---" in doc
+    keywords = (loader_mod._SPEC_KEYWORDS + loader_mod._SAMPLER_KEYWORDS
+                + loader_mod._OPTION_KEYWORDS)
+    for key in keywords:
+        assert f"``{key}" in doc, key  # the keyword form lists every keyword
+    for cls in (zarrflow.Loader, zarrflow.DatasetSpec, zarrflow.Sampler, zarrflow.LoaderOptions):
+        assert "Parameters\n    ----------" in cls.__doc__ and "Examples" in cls.__doc__, cls
+        for name, member in inspect.getmembers(cls):
+            if name.startswith("_") and name not in ("__len__", "__iter__"):
+                continue
+            if callable(member) or isinstance(member, property):
+                assert (member.__doc__ or "").strip(), f"{cls.__name__}.{name}"
+    for fn in (zarrflow.compute_stats, zarrflow.stored_stats):
+        assert "Returns\n    -------" in fn.__doc__

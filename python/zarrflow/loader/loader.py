@@ -188,7 +188,8 @@ class Loader:
             # only NaNs for host batches), so the check cannot be kept there.
             raise LoaderError("missing='error' needs a GPU loader: CPU batches fill chunks that "
                               "are not stored with the fill value")
-        self.dtype, self.missing, self.gpu_decode = options.dtype, options.missing, options.gpu_decode
+        self.dtype, self.missing = options.dtype, options.missing
+        self.gpu_decode = options.gpu_decode
         self.prefetch, self.progress = options.prefetch, options.progress
         cache_gb, host_cache_gb = options.cache_gb, options.host_cache_gb
         # Workers nobody asked for: the default's third one on a GPU, given up first for memory.
