@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zarrflow  # noqa: E402
-from zarrflow.synthetic import FieldMaker  # noqa: E402
+from zarrflow.tools.synthetic import FieldMaker  # noqa: E402
 
 NLAT, NLON = 721, 1440
 VARS = ["u_component_of_wind", "v_component_of_wind", "temperature", "geopotential",
@@ -137,7 +137,7 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
     ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
                          normalize=normalize, shuffle="block", seed=0, prefetch=2,
                          workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb,
-                         host_decode_share=share)
+                         host_decode_share=share, drop_last=True)
     try:
         return timed_epochs(ld, variables, dtype=dtype, step_s=step_s, epochs=epochs)
     finally:

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 import zarrflow
-from zarrflow import cli
-from zarrflow.synth import SynthSpec, synth
+from zarrflow.tools import cli
+from zarrflow.tools.synth import SynthSpec, synth
 
 
 def timed_read(fn, repeats: int = 3) -> tuple[float, object]:

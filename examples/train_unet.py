@@ -140,7 +140,7 @@ class SampleDataset(torch.utils.data.Dataset):
 
     def __init__(self, store: str, channels: list[str], times: np.ndarray, backend: str,
                  mean: np.ndarray, std: np.ndarray):
-        spec = zarrflow.loader.DatasetSpec.build(store, channels)
+        spec = zarrflow.DatasetSpec(store, channels)
         self.store, self.times, self.backend = store, times, backend
         # (array path, time axis, index at time 0): plain data, so workers can unpickle it
         self.chans = [(c.array.path, c.time_axis, c.key(0)) for c in spec.channels]
@@ -226,7 +226,8 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
                       prefetch=args.prefetch, workers=args.loader_workers,
                       threads=args.loader_threads, rank=rank, world_size=world,
                       gpu_decode="off" if kind == "zarrflow-gpu-hostdecode" else args.gpu_decode,
-                      host_decode_share=float(share) if share else "auto", cache_gb=args.cache_gb)
+                      host_decode_share=float(share) if share else "auto", cache_gb=args.cache_gb,
+                      drop_last=True)  # as the baselines' DataLoader
         train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
                                 block=args.shuffle_block, buffer=args.shuffle_buffer,
                                 time_range=(tr.start, tr.stop), batch_size=args.batch_size, **common)
@@ -489,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write results JSON + Markdown table here")
     ap.add_argument("--handoff-grace-ms", type=float, default=None,
                     help="zarrflow's loader workers wait this long before starting a batch when "
-                         "the consumer still has made ones to take (zarrflow._prefetch."
+                         "the consumer still has made ones to take (zarrflow.loader._prefetch."
                          "HANDOFF_GRACE_S)")
     ap.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"],
                     help="torchrun's process group. Ranks take the visible GPUs in turn (local "
@@ -518,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     if args.handoff_grace_ms is not None:
-        from zarrflow import _prefetch
+        from zarrflow.loader import _prefetch
 
         _prefetch.HANDOFF_GRACE_S = args.handoff_grace_ms / 1e3
     if args.thread_nice is not None:  # read when zarrflow makes its thread pools (below)
@@ -543,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
             args.channels = [f"data@{c}" for c in g["data"].attrs["channels"]]
         else:
             args.channels = args.channels.split(",")
-        spec = zarrflow.loader.DatasetSpec.build(g, args.channels)
+        spec = zarrflow.DatasetSpec(g, args.channels)
         args.spatial = spec.spatial_shape
         ntime = spec.ntime
         nval = max(3, int(round(ntime * args.val_fraction)))

@@ -52,6 +52,7 @@ class Gate:
 # and workers that keep busy (a loop with no model, which takes batches as fast as they come) are
 # not slowed: a first version that waited whenever items were ready cost such a loop 5-10%.
 HANDOFF_GRACE_S = 0.003
+_sleep = time.sleep  # how the grace is waited (tests record it instead)
 
 
 class OrderedPrefetch:
@@ -113,7 +114,7 @@ class OrderedPrefetch:
             if blocked and ahead and HANDOFF_GRACE_S > 0:
                 # Woken by the consumer taking an item while more wait for it: no hurry, and the
                 # consumer is handing that batch to its model right now.
-                time.sleep(HANDOFF_GRACE_S)
+                _sleep(HANDOFF_GRACE_S)
             try:
                 result = (True, self._fn(self._items[i], worker))
             except BaseException as e:  # handed to the consumer, which re-raises it

@@ -37,15 +37,15 @@ from typing import Any, Callable, Iterator, TextIO
 
 import numpy as np
 
-from . import errors
-from ._api import Array, Group, open as zf_open
-from ._cf import CFDecoding, carry_fill, decoded_attrs, unpack_decoding
+from .. import errors
+from .._api import Array, Group, open as zf_open
+from .._cf import CFDecoding, carry_fill, decoded_attrs, unpack_decoding
 from ._codec_choice import CodecChoice
-from ._names import unknown_name
+from .._names import unknown_name
 from ._progress import Progress
 from ._rechunk_commit import (RechunkError, Staging, completed, crash_point, finalise,
                               join_or_create, write_atomic)
-from ._remote import add_storage_arguments, is_remote, storage_options_from
+from .._remote import add_storage_arguments, is_remote, storage_options_from
 
 DECODED_DTYPES = ("float32", "float64", "float16")
 ROOT_COPY = "_root"  # journal/copies/ name of a root array written through zarr-python
@@ -249,7 +249,7 @@ def _stack_plans(group: Group, opts: Options) -> tuple[ArrayPlan, set[str]]:
 
     Channels are always CF-decoded (a stack has one float type, and packed channels each have
     their own scale), so the stack holds what the loader would read from the source."""
-    from .loader import LoaderError, _resolve
+    from ..loader.spec import LoaderError, resolve_channel
 
     specs = list(opts.stack or ())
     if specs == ["all"]:
@@ -260,7 +260,7 @@ def _stack_plans(group: Group, opts: Options) -> tuple[ArrayPlan, set[str]]:
         if var not in names:
             raise RechunkError(f"rechunk --stack: {unknown_name('variable', var, names)}")
     try:
-        channels = [_resolve(group, s, "time", "level", "channel") for s in specs]
+        channels = [resolve_channel(group, s, "time", "level", "channel") for s in specs]
     except LoaderError as e:
         raise RechunkError(f"rechunk --stack: {e}") from None
     except errors.UnsupportedError as e:

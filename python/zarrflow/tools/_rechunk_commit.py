@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import errors
+from .. import errors
 
 # The points where ZARRFLOW_RECHUNK_CRASH_AT=<step>[:<n>] ends the process (os._exit, no cleanup)
 # on the n-th time it gets there (default the first), so tests can kill a run at every boundary.

@@ -9,10 +9,11 @@ import re
 import sys
 from typing import TextIO
 
-from . import bench, errors, rechunk, synth
-from ._api import Array, Group, _store_and_path, open as zf_open
+from .. import errors
+from . import bench, rechunk, synth
+from .._api import Array, Group, _store_and_path, open as zf_open
 from ._progress import human_bytes
-from ._remote import add_storage_arguments, is_remote, storage_options_from
+from .._remote import add_storage_arguments, is_remote, storage_options_from
 
 
 def _shape(t: tuple | None) -> str:
@@ -56,7 +57,7 @@ def _array_lines(arr: Array, deep: bool) -> list[str]:
 
 def _repository_line(store: object) -> str | None:
     """One line on the Icechunk snapshot a store reads, or None for other stores."""
-    from . import _core
+    from .. import _core
 
     if not isinstance(store, _core.IcechunkStore):
         return None
@@ -172,7 +173,7 @@ def _version() -> str:
     try:
         return importlib.metadata.version("zarrflow")
     except importlib.metadata.PackageNotFoundError:
-        from . import __version__
+        from .. import __version__
 
         return __version__
 

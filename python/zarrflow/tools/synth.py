@@ -11,9 +11,9 @@ Two layouts, the two that Earth-science ML training reads today:
   step; channel labels (``name`` or ``name@level``) in its ``channels`` attribute, coordinates as
   arrays beside it.
 
-Values come from :mod:`zarrflow.synthetic` (smooth fields + weather + noise, 16-bit GRIB packing),
-so compression ratios are close to real ERA5's; the tool reports them. The writer is zarr-python,
-so every store is readable by zarr-python, tensorstore and xarray.
+Values come from :mod:`zarrflow.tools.synthetic` (smooth fields + weather + noise, 16-bit GRIB
+packing), so compression ratios are close to real ERA5's; the tool reports them. The writer is
+zarr-python, so every store is readable by zarr-python, tensorstore and xarray.
 
 A store appears at its path only once complete: it is written under ``<path>.partial`` and renamed
 at the end, so an interrupted run never leaves something that looks like a finished store.
@@ -30,9 +30,9 @@ from typing import TextIO
 
 import numpy as np
 
-from . import errors
+from .. import errors
 from ._codec_choice import CodecChoice
-from ._api import open as zf_open
+from .._api import open as zf_open
 from ._progress import Progress
 from ._staging import staging_path, swap_into_place
 from .synthetic import FieldMaker, grid
@@ -190,7 +190,7 @@ def _fields_by_step(makers: list[FieldMaker], ntime: int):
     depend on the thread count; the next step is generated while this one is written."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ._threads import default_threads
+    from .._threads import default_threads
 
     threads = max(1, min(len(makers), default_threads()))
     with ThreadPoolExecutor(threads, thread_name_prefix="zarrflow-synth") as pool:

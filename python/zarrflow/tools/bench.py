@@ -26,10 +26,10 @@ from typing import TextIO
 
 import numpy as np
 
-from . import _gpu, errors
-from ._api import Array, Group, open as zf_open
+from .. import _gpu, errors
+from .._api import Array, Group, open as zf_open
 from ._progress import Progress, human_bytes
-from ._remote import add_storage_arguments, storage_options_from
+from .._remote import add_storage_arguments, storage_options_from
 
 
 @dataclass
@@ -178,7 +178,7 @@ def run(args, out: TextIO | None = None) -> list[ArrayBench]:
     if kind == "cuda" and not _gpu.cuda_available():
         raise errors.InvalidArgumentError(f"--device {args.device}: no usable GPU ({_gpu.cuda_status()})")
     if args.threads:
-        from ._threads import set_num_threads
+        from .._threads import set_num_threads
 
         set_num_threads(args.threads)
     node = zf_open(args.path, storage_options=storage_options_from(args))

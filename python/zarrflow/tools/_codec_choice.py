@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
 
 BLOSC_CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "zlib")
 DEFAULT_LEVEL = {"zstd": 3, "gzip": 6, "blosc": 5}
