@@ -1,50 +1,44 @@
-"""Train a U-Net (ResNet-18 encoder) to forecast ERA5-like fields t → t+1, and measure whether the
-data loader keeps the GPU busy.
+"""Training benchmark: does the data loader keep the GPU busy while a model trains?
 
-Runs (``--runs``, several in one process, the same model and settings each time):
+Trains the U-Net of examples/train_unet.py (ResNet-18 encoder, t -> t+1) on an ERA5-like store
+and measures, per run, samples/s and the share of step time spent waiting for data. Runs
+(``--runs``, several in one process, the same model and settings each time):
 
 - ``synthetic``            compute only: random batches already on the GPU (the ceiling);
-- ``zarrflow-gpu``         zarrflow.Loader with its defaults (``gpu_decode="auto"``,
-                           ``host_decode_share="auto"``: the host threads decode while they keep
-                           up, the GPU takes chunks over while the model waits), batches in GPU
-                           memory;
-- ``zarrflow-gpu-hostdecode`` the same loader with ``gpu_decode="off"``: chunks decoded by the
-                           host threads into pinned memory and copied up; the batch is still
-                           assembled, normalised and cast on the GPU (the model keeps the SMs);
-- ``zarrflow-gpu@F``       the GPU loader with ``host_decode_share=F``: the host threads decode
-                           a fraction F of the chunks, the GPU the rest (``@0``: all on the GPU
-                           when it can);
+- ``zarrflow-gpu``         zarrflow.Loader with its defaults, batches in GPU memory (the host
+                           threads decode while they keep up, the GPU takes chunks over while the
+                           model waits: ``host_decode_share="auto"``);
+- ``zarrflow-gpu-hostdecode`` the same loader with ``gpu_decode="off"``: the host threads decode,
+                           the GPU only assembles, normalises and casts;
+- ``zarrflow-gpu@F``       the GPU loader with ``host_decode_share=F`` (``@0``: all on the GPU);
 - ``zarrflow-cpu``         zarrflow.Loader decoding on the CPU, batches copied up (pinned);
-- ``baseline-tensorstore`` the hackathon-style loader: torch DataLoader (workers, pin_memory)
-                           over a Dataset reading each sample with tensorstore;
-- ``baseline-xarray``      the same over xarray + zarr-python (``xr.open_zarr``).
+- ``baseline-tensorstore`` a PyTorch DataLoader (workers, pin_memory) over a Dataset that reads
+                           each sample with tensorstore, channel by channel;
+- ``baseline-xarray``      the same over xarray + zarr-python (``xr.open_zarr``);
+- ``synthetic+RUN``        the model trains on the synthetic tensors while RUN's loader runs
+                           alongside (each step takes a real batch and drops it): what the
+                           loader's work costs the model's steps.
 
 A run may be listed more than once (``synthetic,zarrflow-gpu,synthetic``): real/synthetic then
 divides by the mean of the synthetic runs, which brackets drift of the GPU's speed over time.
-``--train-stream high`` runs training on a high-priority CUDA stream, so the GPU's block
-scheduler prefers the model's kernels over the loader's when both are queued.
-``synthetic+RUN`` trains on the synthetic tensors while RUN's loader runs alongside (each step
-takes a real batch and drops it): the cost of the loader's work to the model's steps, with the
-inputs of the synthetic run. ``--no-train`` drops the model (loader only). Per epoch and averaged over the epochs after the
-first (warm-up), each run reports samples/s, MB/s of (x, y) bytes as delivered to the model, and
-the fraction of step time spent waiting for data:
+``--no-train`` drops the model (loader only). Per epoch, and averaged over the epochs after the
+first (warm-up), each run reports samples/s, MB/s of (x, y) as delivered to the model, and
 
     wait = time blocked getting the next batch onto the GPU
-    step = wait + compute (forward, backward, optimizer step; synchronised every step)
-    data_wait_fraction = Σ wait / Σ step
+    step = wait + compute (forward, backward, optimiser step; synchronised every step)
+    data_wait_fraction = sum(wait) / sum(step)
 
-and ``real/synthetic`` = samples/s of a data run / samples/s of the synthetic run. Validation runs
-after every epoch on the held-out last ``--val-fraction`` of the time axis (``time_range``, so no
-sample straddles the split) and reports its loss.
+and real/synthetic = samples/s of a data run / samples/s of the synthetic runs. Validation runs
+after every epoch on the last ``--val-fraction`` of the time axis (``time_range``: no sample
+straddles the split). With ``--out`` the results go to ``train_unet_<channels>ch_<gpus>gpu[_TAG]
+.json`` and ``.md`` there (docs/performance.md plots them with benchmarks/plot_train.py).
 
-Single GPU:  python examples/train_unet.py --store era5.zarr --runs synthetic,zarrflow-gpu
-DDP:         torchrun --nproc-per-node 2 examples/train_unet.py --store era5.zarr ...
+Single GPU:  python benchmarks/train_bench.py --store era5.zarr --runs synthetic,zarrflow-gpu
+DDP:         torchrun --nproc-per-node 2 benchmarks/train_bench.py --store era5.zarr ...
 DDP check on one GPU (two ranks share it):
-             torchrun --nproc-per-node 2 examples/train_unet.py --dist-backend gloo \
+             torchrun --nproc-per-node 2 benchmarks/train_bench.py --dist-backend gloo \
                  --gpu-memory-limit 0.2 --store era5.zarr ...
-Model: ResNet-18 encoder (torchvision, random init, no downloads), U-Net decoder, output = input
-channels; loss = RMSE + 0.1·|std(pred) − std(target)|; AdamW; optional bf16 autocast
-(``--bf16``) and channels-last (``--channels-last``).
+On a GPU host: ``TRAIN_PLAN=benchmarks/train_plan.txt scripts/gpu_run.sh train``.
 """
 
 from __future__ import annotations
@@ -61,89 +55,51 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn as nn
-import torch.nn.functional as F
 
 import zarrflow
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from train_unet import UNetResNet18, loss_fn  # noqa: E402  (the model the example trains)
 
 SIX = ["2m_temperature", "u_component_of_wind@500", "v_component_of_wind@500",
        "temperature@500", "geopotential@500", "specific_humidity@500"]
 
 
 # --------------------------------------------------------------------------------------------
-# Model
+# Data: zarrflow loaders and the DataLoader baselines
 # --------------------------------------------------------------------------------------------
 
 
-class Up(nn.Module):
-    """×2 upsampling, concatenation with the skip, two 3×3 conv-BN-ReLU."""
-
-    def __init__(self, cin: int, cskip: int, cout: int):
-        super().__init__()
-        self.conv = nn.Sequential(
-            nn.Conv2d(cin + cskip, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-            nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
-
-    def forward(self, x: torch.Tensor, skip: torch.Tensor | None) -> torch.Tensor:
-        size = skip.shape[-2:] if skip is not None else (x.shape[-2] * 2, x.shape[-1] * 2)
-        x = F.interpolate(x, size=size, mode="bilinear", align_corners=False)
-        if skip is not None:
-            x = torch.cat([x, skip], dim=1)
-        return self.conv(x)
-
-
-class UNetResNet18(nn.Module):
-    def __init__(self, channels: int):
-        super().__init__()
-        import torchvision
-
-        r = torchvision.models.resnet18(weights=None)
-        r.conv1 = nn.Conv2d(channels, 64, 7, stride=2, padding=3, bias=False)
-        self.stem = nn.Sequential(r.conv1, r.bn1, r.relu)  # 1/2, 64
-        self.pool = r.maxpool  # 1/4
-        self.enc = nn.ModuleList([r.layer1, r.layer2, r.layer3, r.layer4])  # 1/4 .. 1/32
-        self.dec = nn.ModuleList([Up(512, 256, 256), Up(256, 128, 128), Up(128, 64, 64),
-                                  Up(64, 64, 64), Up(64, 0, 32)])
-        self.head = nn.Conv2d(32, channels, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h, w = x.shape[-2:]
-        ph, pw = (-h) % 32, (-w) % 32  # 721 → 736: the encoder halves five times
-        x = F.pad(x, (0, pw, 0, ph), mode="replicate")
-        s0 = self.stem(x)
-        skips, y = [], self.pool(s0)
-        for layer in self.enc:
-            y = layer(y)
-            skips.append(y)
-        e1, e2, e3, e4 = skips
-        y = self.dec[0](e4, e3)
-        y = self.dec[1](y, e2)
-        y = self.dec[2](y, e1)
-        y = self.dec[3](y, s0)
-        y = self.dec[4](y, None)
-        return self.head(y)[..., :h, :w]
-
-
-def loss_fn(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    pred, target = pred.float(), target.float()
-    rmse = torch.sqrt(F.mse_loss(pred, target))
-    return rmse + 0.1 * (pred.std() - target.std()).abs()
-
-
-# --------------------------------------------------------------------------------------------
-# Data: zarrflow loaders and the seed-style baseline
-# --------------------------------------------------------------------------------------------
+def resolve_channels(group, names: list[str]) -> list[tuple[str, int, tuple]]:
+    """(array path, time axis, index of the field at time 0) of each channel, by the Loader's
+    naming rules for the stores ``zarrflow synth`` and bench_loader.py write: ``name`` is a
+    (time, lat, lon) array, ``name@500`` picks a level by the ``level`` coordinate, ``data@label``
+    a channel by the array's ``channels`` attribute."""
+    out = []
+    for spec in names:
+        name, _, pick = spec.partition("@")
+        arr = group[name]
+        dims = list(arr.dims)
+        key: list = [slice(None)] * arr.ndim
+        key[dims.index("time")] = 0
+        if pick and "level" in dims:
+            levels = [float(v) for v in group["level"][...]]
+            key[dims.index("level")] = levels.index(float(pick))
+        elif pick:
+            key[dims.index("channel")] = list(arr.attrs["channels"]).index(pick)
+        out.append((arr.path, dims.index("time"), tuple(key)))
+    return out
 
 
 class SampleDataset(torch.utils.data.Dataset):
     """One (x, y) pair per valid time, read channel by channel with tensorstore or xarray —
-    what a typical PyTorch pipeline does. Channel resolution is zarrflow's (same fields)."""
+    what a typical PyTorch pipeline does; the same fields as the zarrflow runs."""
 
     def __init__(self, store: str, channels: list[str], times: np.ndarray, backend: str,
                  mean: np.ndarray, std: np.ndarray):
-        spec = zarrflow.loader.DatasetSpec.build(store, channels)
         self.store, self.times, self.backend = store, times, backend
         # (array path, time axis, index at time 0): plain data, so workers can unpickle it
-        self.chans = [(c.array.path, c.time_axis, c.key(0)) for c in spec.channels]
+        self.chans = resolve_channels(zarrflow.open_group(store), channels)
         self.mean = mean.astype(np.float32)[:, None, None]
         self.std = std.astype(np.float32)[:, None, None]
         self._handles = None  # opened lazily in each worker
@@ -224,7 +180,7 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
         common = dict(dtype=dtype, normalize=stats,
                       device=f"cuda:{device.index}" if on_gpu else "cpu", output="torch",
                       prefetch=args.prefetch, workers=args.loader_workers,
-                      threads=args.loader_threads, rank=rank, world_size=world,
+                      threads=args.loader_threads, rank=rank, world_size=world, drop_last=True,
                       gpu_decode="off" if kind == "zarrflow-gpu-hostdecode" else args.gpu_decode,
                       host_decode_share=float(share) if share else "auto", cache_gb=args.cache_gb)
         train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
@@ -313,11 +269,8 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
         train_iter, val_iter = make_data(kind, args, stats, split, device, rank, world)
     sample_bytes = 2 * nchan * h * w * (2 if args.bf16 else 4)
     torch.cuda.synchronize(device)
-    stream = (torch.cuda.Stream(device, priority=-100) if args.train_stream == "high"
-              else torch.cuda.current_stream(device))
-    with torch.cuda.stream(stream):
-        epochs = train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, device,
-                              rank, world)
+    epochs = train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, device,
+                          rank, world)
     timed = epochs[1:] or epochs
     loader = getattr(train_iter, "loader", None)
     if loader is not None and rank == 0:  # where the loader's time went (GPU stage times, waits)
@@ -457,8 +410,6 @@ def main(argv: list[str] | None = None) -> int:
                          "default: the loader's, 3 on a GPU when its memory limit allows, else 2)")
     ap.add_argument("--loader-threads", type=int, default=None,
                     help="zarrflow I/O + decode thread pool size (default: all CPUs)")
-    ap.add_argument("--train-stream", default="default", choices=["default", "high"],
-                    help="train on the current stream, or on a high-priority one")
     ap.add_argument("--tag", default="", help="suffix of the result file names")
     ap.add_argument("--cache-gb", type=float, default=0.0,
                     help="zarrflow GPU loaders: GPU memory for stored chunks kept across epochs")
@@ -469,10 +420,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--synthetic-steps", type=int, default=0,
                     help="steps per synthetic epoch (default: the real train epoch's)")
     ap.add_argument("--grid", default="721x1440", help="synthetic-only runs: HxW")
-    ap.add_argument("--switch-interval", type=float, default=0.0,
-                    help="Python's thread switch interval (s) for this process (default: Python's, "
-                         "5 ms): how long the training thread may wait for a loader thread "
-                         "holding the GIL")
     ap.add_argument("--thread-nice", type=int, default=None,
                     help="niceness added to zarrflow's decode threads (ZARRFLOW_THREAD_NICE): they "
                          "then yield their cores to this training thread")
@@ -487,10 +434,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="zarrflow's GPU memory limit (zarrflow.set_gpu_memory_limit: a fraction "
                          "such as 0.4, bytes such as 40GB, or none); default: the library's (40%%)")
     ap.add_argument("--out", type=Path, help="write results JSON + Markdown table here")
-    ap.add_argument("--handoff-grace-ms", type=float, default=None,
-                    help="zarrflow's loader workers wait this long before starting a batch when "
-                         "the consumer still has made ones to take (zarrflow._prefetch."
-                         "HANDOFF_GRACE_S)")
     ap.add_argument("--dist-backend", default="nccl", choices=["nccl", "gloo"],
                     help="torchrun's process group. Ranks take the visible GPUs in turn (local "
                          "rank modulo their count), so more ranks than GPUs share them; NCCL "
@@ -504,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     local = int(os.environ.get("LOCAL_RANK", "0"))
     ngpu = torch.cuda.device_count()
     if ngpu == 0:
-        ap.error("train_unet.py needs a CUDA GPU: PyTorch sees none")
+        ap.error("train_bench.py needs a CUDA GPU: PyTorch sees none")
     device = torch.device("cuda", local % ngpu)
     torch.cuda.set_device(device)
     if world > 1:
@@ -515,12 +458,6 @@ def main(argv: list[str] | None = None) -> int:
         limit = zarrflow.set_gpu_memory_limit(args.gpu_memory_limit, device.index)
         print(f"zarrflow GPU memory limit: {limit / 1e9:.1f} GB" if limit else
               "zarrflow GPU memory limit: none", flush=True)
-    if args.switch_interval:
-        sys.setswitchinterval(args.switch_interval)
-    if args.handoff_grace_ms is not None:
-        from zarrflow import _prefetch
-
-        _prefetch.HANDOFF_GRACE_S = args.handoff_grace_ms / 1e3
     if args.thread_nice is not None:  # read when zarrflow makes its thread pools (below)
         os.environ["ZARRFLOW_THREAD_NICE"] = str(args.thread_nice)
     runs = [r for r in args.runs.split(",") if r]
@@ -543,9 +480,10 @@ def main(argv: list[str] | None = None) -> int:
             args.channels = [f"data@{c}" for c in g["data"].attrs["channels"]]
         else:
             args.channels = args.channels.split(",")
-        spec = zarrflow.loader.DatasetSpec.build(g, args.channels)
-        args.spatial = spec.spatial_shape
-        ntime = spec.ntime
+        path, t_axis, key = resolve_channels(g, args.channels)[0]
+        field = g[path]
+        ntime = field.shape[t_axis]
+        args.spatial = tuple(n for n, k in zip(field.shape, key) if isinstance(k, slice))
         nval = max(3, int(round(ntime * args.val_fraction)))
         split = (range(0, ntime - nval), range(ntime - nval, ntime))
         stats = zarrflow.compute_stats(g, args.channels, every=max(1, ntime // 16))
@@ -588,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
                     "channels": len(args.channels), "grid": list(args.spatial),
                     "batch_size": args.batch_size, "bf16": args.bf16,
                     "channels_last": args.channels_last, "date": time.strftime("%Y-%m-%d"),
-                    "train_stream": args.train_stream, "loader_workers": args.loader_workers,
+                    "loader_workers": args.loader_workers,
                     "shuffle_block": args.shuffle_block, "shuffle_buffer": args.shuffle_buffer,
                     "loader_threads": args.loader_threads, "store": args.store,
                     # zarrflow's default pool: this rank's share of the CPUs (LOCAL_WORLD_SIZE)
