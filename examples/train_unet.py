@@ -32,9 +32,10 @@ class Up(nn.Module):
             nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
 
     def forward(self, x, skip=None):
-        size = skip.shape[-2:] if skip is not None else (2 * x.shape[-2], 2 * x.shape[-1])
-        x = F.interpolate(x, size=size, mode="bilinear", align_corners=False)
-        return self.conv(x if skip is None else torch.cat([x, skip], dim=1))
+        if skip is None:
+            return self.conv(F.interpolate(x, scale_factor=2, mode="bilinear"))
+        x = F.interpolate(x, size=skip.shape[-2:], mode="bilinear")
+        return self.conv(torch.cat([x, skip], dim=1))
 
 
 class UNetResNet18(nn.Module):
@@ -80,9 +81,9 @@ def main():
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else "cpu"
     if cuda:
         torch.cuda.set_device(device)
-    if "RANK" in os.environ:  # started by torchrun: the loaders take rank and world from here
+    distributed = "RANK" in os.environ  # started by torchrun
+    if distributed:  # the loaders take their rank and world size from the process group
         dist.init_process_group("nccl" if cuda else "gloo")
-    rank = dist.get_rank() if dist.is_initialized() else 0
 
     data = zarrflow.open(args.store)["data"]
     channels = (args.channels.split(",") if args.channels
@@ -92,13 +93,12 @@ def main():
     stats = zarrflow.compute_stats(args.store, channels, every=max(1, ntime // 16))
     options = dict(batch_size=args.batch_size, normalize=stats, drop_last=False,
                    dtype="bfloat16" if cuda else "float32", device=str(device), output="torch")
-    train = zarrflow.Loader(args.store, channels, time_range=(0, split), shuffle="block",
-                            **options)
+    train = zarrflow.Loader(args.store, channels, time_range=(0, split), shuffle="block", **options)
     val = zarrflow.Loader(args.store, channels, time_range=(split, ntime), shuffle=False,
                           prime_next_epoch=False, **options)
 
     model = UNetResNet18(len(channels)).to(device, memory_format=torch.channels_last)
-    if dist.is_initialized():
+    if distributed:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[device] if cuda else None)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     autocast = dict(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda)
@@ -113,21 +113,18 @@ def main():
             loss.backward()
             opt.step()
         model.eval()
-        total = torch.zeros(2, device=device)
         with torch.no_grad(), torch.autocast(**autocast):
-            for batch in val:
-                n = len(batch["x"])
-                total += torch.stack([loss_fn(model(batch["x"]), batch["y"]) * n,
-                                      torch.tensor(float(n), device=device)])
-        if dist.is_initialized():
-            dist.all_reduce(total)
-        if rank == 0:
-            print(f"epoch {epoch}: train loss {loss.item():.4f}, "
-                  f"validation loss {(total[0] / total[1]).item():.4f}", flush=True)
+            val_loss = torch.stack([loss_fn(model(b["x"]), b["y"]) for b in val]).mean()
+        if distributed:
+            dist.all_reduce(val_loss)  # every rank has the same number of batches
+            val_loss /= dist.get_world_size()
+        if not distributed or dist.get_rank() == 0:
+            print(f"epoch {epoch}: train loss {loss.item():.4f}, validation loss "
+                  f"{val_loss.item():.4f}", flush=True)
             if args.checkpoint:  # resume with train.load_state_dict(saved["loader"])
                 torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
                             "loader": train.state_dict()}, args.checkpoint)
-    if dist.is_initialized():
+    if distributed:
         dist.destroy_process_group()
 
 
