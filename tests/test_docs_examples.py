@@ -11,7 +11,7 @@ tests stay fast; the examples do not depend on the grid. Each page gets one test
 block it has: the ``cpu`` blocks alone, and then, for a page with blocks that need more, those
 blocks with the ``cpu`` blocks before them (skipped where the requirement is missing).
 
-Links between the pages are checked too: every relative link names a file in the repository.
+Links between the pages are checked too: every relative link names a file in the repository,\nand every #anchor a heading of the page it points to.
 """
 
 from __future__ import annotations
@@ -152,17 +152,27 @@ def test_readme_shows_the_setup_commands_and_a_tested_quickstart() -> None:
     assert 'zarrflow.open("era5.zarr")' in quickstart[0].code
 
 
-LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+LINK = re.compile(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)")
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as '-'."""
+    out = set()
+    for heading in re.findall(r"^#+ (.+)$", page.read_text(), re.M):
+        out.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
+    return out
 
 
 @pytest.mark.parametrize("page", [*PAGES, ROOT / "ARCHITECTURE.md"], ids=lambda p: p.name)
-def test_relative_links_name_files_that_exist(page: Path) -> None:
-    missing = []
+def test_relative_links_name_files_and_headings_that_exist(page: Path) -> None:
+    broken = []
     for m in LINK.finditer(page.read_text()):
-        target = m.group(1)
+        target, anchor = m.group(1), m.group(2)
         if re.match(r"[a-z]+://", target) or target.startswith("mailto:"):
             continue
-        if not (page.parent / target).exists():
-            missing.append(target)
-    assert not missing, f"{page.name} links to files that do not exist: {missing}"
-
+        path = page.parent / target if target else page
+        if not path.exists():
+            broken.append(target)
+        elif anchor and path.suffix == ".md" and anchor not in anchors(path):
+            broken.append(f"{target}#{anchor}")
+    assert not broken, f"{page.name} links to files or headings that do not exist: {broken}"
