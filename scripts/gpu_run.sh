@@ -8,7 +8,7 @@
 #          baseline loaders; TRAIN_PLAN names a file of runs, one per line:
 #          CHANNELS LAYOUT NGPU NTIME CODEC TAG [train_bench.py arguments...]; CODEC '-' = default)
 #   test:  C++ tests (CPU + GPU), compute-sanitizer memcheck of the GPU tests, the Python GPU,
-#          DLPack and conformance suites
+#          DLPack and conformance suites, and the documentation's GPU and torch examples
 #   bench: benchmarks/bench_read.py (CPU, 16 threads) and benchmarks/bench_gpu.py
 set -uo pipefail
 WHAT="${1:-all}"
@@ -70,7 +70,7 @@ if want test; then
   timeout 420 python3 -m pytest -q -p no:cacheprovider -rA --tb=short tests/test_gpu.py \
     tests/test_dlpack.py tests/test_real_data.py tests/test_loader.py tests/test_loader_gpu.py \
     tests/test_xarray_backend.py tests/test_remote.py tests/test_remote_gpu.py \
-    tests/test_bench_cli.py >"$OUT/pytest.log" 2>&1
+    tests/test_bench_cli.py tests/test_docs_examples.py >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR|decoded without error" "$OUT/pytest.log" | tail -30 | tee -a "$OUT/tests.log"
 fi
 if want quicktest; then  # the GPU suites (C++ under memcheck unless SKIP_MEMCHECK=1), no CPU conformance
