@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds zarrflow here for the GPU host's Python (3.12 by default) and packs it, with the shared
-# libraries the GPU image lacks, into .gpu/ (git-ignored), which the `device` tool carries:
+# libraries the GPU image lacks, into .gpu/ (git-ignored), which goes to the GPU host with the
+# repository:
 #   .gpu/site/zarrflow/   the package with _core*.so     .gpu/lib/   libblosc, libisal, ...
 #   .gpu/bin/             the GoogleTest binaries
 # On the GPU host: export PYTHONPATH=$PWD/.gpu/site LD_LIBRARY_PATH=$PWD/.gpu/lib

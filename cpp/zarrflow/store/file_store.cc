@@ -104,7 +104,8 @@ std::string FileStore::describe_key(std::string_view key) const {
 }
 
 Result<int> FileStore::open_key(std::string_view key, int flags) const {
-  ZF_RETURN_IF_ERROR(validate_key(key, /*allow_empty=*/true));
+  // The root ("") names a directory to list, never a value.
+  ZF_RETURN_IF_ERROR(validate_key(key, /*allow_empty=*/(flags & O_DIRECTORY) != 0));
   const std::string k = key.empty() ? "." : std::string(key);
   if (have_openat2_) {
     long r = sys_openat2(root_fd_, k.c_str(), flags | O_CLOEXEC);
