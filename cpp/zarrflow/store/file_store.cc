@@ -279,13 +279,13 @@ Result<std::optional<std::uint64_t>> FileStore::size(std::string_view key) const
 }
 
 Result<std::optional<ValueVersion>> FileStore::version(std::string_view key) const {
-  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  std::uint64_t size = 0;
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_value(key, &size));  // regular files only
   if (raw_fd < 0) return std::optional<ValueVersion>();
   FdGuard fd(raw_fd);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0)
     return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return is_directory(key);
   const auto micros = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000u +
                       static_cast<std::uint64_t>(st.st_mtim.tv_nsec) / 1000u;
   char etag[64];
