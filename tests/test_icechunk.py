@@ -488,7 +488,7 @@ def test_loader_pins_a_snapshot_and_refuses_another_on_resume(weather) -> None:
 
 
 def test_inspect_names_snapshot_and_counts_chunk_kinds(repo, capsys) -> None:
-    from zarrflow import cli
+    from zarrflow.tools import cli
 
     assert cli.main(["inspect", str(repo["path"]), "--ref", "v1",
                      "--virtual-container", repo["prefix"]]) == 0
@@ -510,7 +510,7 @@ def test_xarray_engine_reads_a_snapshot(weather) -> None:
 
 def test_rechunk_reads_from_a_repository(weather, tmp_path) -> None:
     pytest.importorskip("tensorstore")
-    from zarrflow import rechunk
+    from zarrflow.tools import rechunk
 
     out = tmp_path / "out.zarr"
     rechunk.rechunk(weather["path"], out, rechunk.Options(chunks={"time": 4}), progress=False)

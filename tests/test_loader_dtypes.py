@@ -250,20 +250,26 @@ def definition(raw: np.ndarray) -> np.ndarray:
     return raw.astype(np.float64).astype(np.float32)
 
 
+@pytest.mark.parametrize("lon0", [0, 1], ids=["whole", "cropped"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_every_numeric_type_through_the_loader(typed_store, dtype):
+def test_every_numeric_type_through_the_loader(typed_store, dtype, lon0):
+    # The floating-point arrays' one NaN is at (0, 0, 0): read whole, then cropped out.
     root, _, values = typed_store
     names = sorted(values)
     mean = [float(i) * 0.5 for i in range(len(names))]
     std = [1.0 + i for i in range(len(names))]
     ld = zarrflow.Loader(root, names, batch_size=2, device="cpu", output="numpy", shuffle=False,
                          dtype=dtype, normalize={"mean": mean, "std": std},
-                         crop={"longitude": (1, NLON)})
+                         crop={"longitude": (lon0, NLON)})
+    nans = 0
     for batch in ld:
         for b, t in enumerate(batch["time"]):
             for key, tt in (("x", int(t)), ("y", int(t) + 1)):
-                want = np.stack([definition(values[n][tt][:, 1:]) for n in names])
+                want = np.stack([definition(values[n][tt][:, lon0:]) for n in names])
                 assert_same_bits(batch[key][b], normalised(want, mean, std, dtype))
+                nans += int(np.isnan(want).sum())
+    assert ld.stats()["nans"] == nans
+    assert (nans > 0) == (lon0 == 0)
 
 
 def test_every_numeric_type_matches_xarray(typed_store):
@@ -381,7 +387,7 @@ def test_read_batch_rejects_bad_element_transforms(packed_store):
 
     ld = zarrflow.Loader(packed_store, PACKED_VARS, batch_size=1, device="cpu", output="numpy",
                          shuffle=False, normalize=STATS)
-    arrays, table = ld._requests(*ld._where(ld.batches()[0]), 2)
+    arrays, table = ld._requests(*ld.spec.locate(ld.batches()[0]), 2)
     target = _core.empty_tensor([1, 2, len(PACKED_VARS), NLAT, NLON], "float32", "cpu", 0)
     norms = ld._row_norms(len(table))
     report = _core.read_batch(arrays, table, target, normalize=norms, decode=ld._decoding)

@@ -19,7 +19,16 @@ from ._gpu import (
     set_gpu_memory_limit,
 )
 from ._threads import set_num_threads
-from .loader import Loader, LoaderError, MissingChunkError, compute_stats, stored_stats
+from .loader import (
+    DatasetSpec,
+    Loader,
+    LoaderError,
+    LoaderOptions,
+    MissingChunkError,
+    Sampler,
+    compute_stats,
+    stored_stats,
+)
 from .errors import (
     ChecksumError,
     CorruptChunkError,
@@ -45,6 +54,9 @@ __all__ = [
     "set_num_threads",
     "Tensor",
     "Loader",
+    "DatasetSpec",
+    "Sampler",
+    "LoaderOptions",
     "LoaderError",
     "MissingChunkError",
     "compute_stats",

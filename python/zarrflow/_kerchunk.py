@@ -46,14 +46,23 @@ def looks_like_reference_file(path: str) -> bool:
     return _is_parquet_refs(path)
 
 
+# A Parquet reference set's .zmetadata holds the Zarr metadata of its arrays: far below this.
+# Anything larger, or not naming "record_size", is left to the Zarr reader, whose parser bounds
+# size and nesting (a plain store's consolidated .zmetadata is read there, not here).
+_MAX_PARQUET_META_BYTES = 64 << 20
+
+
 def _is_parquet_refs(path: str) -> bool:
     meta = os.path.join(path, ".zmetadata")
-    if not os.path.isfile(meta):
-        return False
     try:
+        if not os.path.isfile(meta) or os.path.getsize(meta) > _MAX_PARQUET_META_BYTES:
+            return False
         with open(meta, "rb") as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
+            raw = f.read()
+        if b'"record_size"' not in raw:
+            return False
+        doc = json.loads(raw)
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(doc, dict) and "record_size" in doc
 

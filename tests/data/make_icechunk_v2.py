@@ -47,7 +47,7 @@ def main() -> None:
                        ("dev", {"branch": "dev"})):
         for name, value in zarr_python_arrays(info["path"], info["prefix"], **ref).items():
             arrays[f"{label}/{name}"] = value
-    np.savez(out / "expected.npz", **arrays)
+    np.savez_compressed(out / "expected.npz", **arrays)
     (out / "snapshots.json").write_text(json.dumps(
         {"first": info["first"], "second": info["second"], "third": info["third"],
          "prefix": info["prefix"], "icechunk": icechunk.__version__}, indent=1) + "\n")

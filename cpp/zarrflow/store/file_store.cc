@@ -104,7 +104,8 @@ std::string FileStore::describe_key(std::string_view key) const {
 }
 
 Result<int> FileStore::open_key(std::string_view key, int flags) const {
-  ZF_RETURN_IF_ERROR(validate_key(key, /*allow_empty=*/true));
+  // The root ("") names a directory to list, never a value.
+  ZF_RETURN_IF_ERROR(validate_key(key, /*allow_empty=*/(flags & O_DIRECTORY) != 0));
   const std::string k = key.empty() ? "." : std::string(key);
   if (have_openat2_) {
     long r = sys_openat2(root_fd_, k.c_str(), flags | O_CLOEXEC);
@@ -278,14 +279,13 @@ Result<std::optional<std::uint64_t>> FileStore::size(std::string_view key) const
 }
 
 Result<std::optional<ValueVersion>> FileStore::version(std::string_view key) const {
-  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  std::uint64_t size = 0;
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_value(key, &size));  // regular files only
   if (raw_fd < 0) return std::optional<ValueVersion>();
   FdGuard fd(raw_fd);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0)
     return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (!S_ISREG(st.st_mode))
-    return io_error(describe_key(key) + " is " + file_kind(st.st_mode) + ", not a value");
   const auto micros = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000u +
                       static_cast<std::uint64_t>(st.st_mtim.tv_nsec) / 1000u;
   char etag[64];

@@ -464,8 +464,10 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
     a.pool = &pool_;
     a.range = req.range;
     a.head = head;
-    a.bound = req.max_body_bytes.value_or(options_.max_object_bytes);
-    a.bound_is_callers = req.max_body_bytes.has_value();
+    // The tighter of the caller's bound (a chunk's largest encoded size) and max_object_bytes.
+    a.bound = std::min(req.max_body_bytes.value_or(options_.max_object_bytes),
+                       options_.max_object_bytes);
+    a.bound_is_callers = req.max_body_bytes.has_value() && a.bound < options_.max_object_bytes;
     a.max_object = options_.max_object_bytes;
     std::unique_ptr<curl_slist, SlistDeleter> headers;
     if (!range.empty()) headers.reset(curl_slist_append(nullptr, range.c_str()));

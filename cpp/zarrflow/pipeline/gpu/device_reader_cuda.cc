@@ -61,6 +61,9 @@ struct Item {
   // A CPU-decoded duplicate selecting the same block with the same transform: it uses its first
   // occurrence's host block (cpu_offset, host_tf_offset) instead of decoding again.
   bool reuses_block = false;
+  // NaNs the host threads wrote converting this item's block (host_tf, decoded on the CPU); an
+  // item that reuses_block writes its first occurrence's block again, with as many NaNs.
+  std::uint64_t host_tf_nans = 0;
 
   Mode mode = Mode::kGpu;
   std::string cpu_reason;
@@ -904,18 +907,24 @@ Status ReadOp::prepare(Batch& b) {
                                             "pinned host-decoded blocks, converted", b));
     }
     std::byte* cpu = b.cpu_host.data();
-    std::atomic<std::uint64_t> nans{0};
     ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
-      const Item& it = items_[b.items[k]];
+      Item& it = items_[b.items[k]];
       if (it.mode != Mode::kCpu || it.reuses_block) return {};
       ZF_RETURN_IF_ERROR(
           cpu_decode(it, staged, ByteSpan(cpu + it.cpu_offset, cpu_block_bytes(it))));
       if (it.host_tf)
-        nans +=
+        it.host_tf_nans =
             normalize_cast(cpu + it.cpu_offset, converted_block(b, it), block_elements(it), *it.tf);
       return {};
     }));
-    report_.nans += nans.load();
+    // NaNs are counted per element written into a destination, as on the CPU path and in the
+    // scatter kernel: a block copied up twice writes its NaNs twice.
+    for (std::size_t idx : b.items) {
+      const Item& it = items_[idx];
+      if (it.mode == Mode::kCpu && it.host_tf)
+        report_.nans +=
+            it.reuses_block ? items_[std::size_t(it.dup_of)].host_tf_nans : it.host_tf_nans;
+    }
   }
   for (std::size_t idx : b.items)
     report_.host_transformed += items_[idx].host_tf && !items_[idx].reuses_block;
