@@ -219,6 +219,10 @@ Result<bool> FileStore::read_range_into(std::string_view key, std::uint64_t offs
   return true;
 }
 
+std::string FileStore::path_of(std::string_view key) const {
+  return root_ + "/" + std::string(key);
+}
+
 Result<bool> FileStore::read_direct(std::string_view key, std::uint64_t offset,
                                     std::uint64_t length, ByteSpan slot, bool* direct) const {
   constexpr std::uint64_t kBlock = 4096;

@@ -14,11 +14,12 @@
 #include <memory>
 #include <string>
 
+#include "zarrflow/store/local_files.h"
 #include "zarrflow/store/store.h"
 
 namespace zarrflow {
 
-class FileStore final : public Store {
+class FileStore final : public Store, public LocalFiles {
  public:
   // Opens `root` (must be an existing directory). kNotFound if it does not exist.
   static Result<std::shared_ptr<FileStore>> open(const std::string& root);
@@ -40,13 +41,11 @@ class FileStore final : public Store {
 
   [[nodiscard]] const std::string& root() const { return root_; }
 
-  // Reads `length` bytes at `offset` with O_DIRECT (DMA into the caller's memory, bypassing the
-  // page cache): the 4 KiB-aligned superset is read into `slot` and the bytes are moved to its
-  // start. `slot` must be 4 KiB aligned and hold round_up(offset % 4096 + length, 4096) bytes;
-  // where the file system refuses O_DIRECT the read is buffered. False when the key is missing;
-  // `*direct` says whether O_DIRECT was used.
+  // LocalFiles: root + "/" + key, and O_DIRECT reads.
+  [[nodiscard]] const LocalFiles* local_files() const override { return this; }
+  [[nodiscard]] std::string path_of(std::string_view key) const override;
   Result<bool> read_direct(std::string_view key, std::uint64_t offset, std::uint64_t length,
-                           ByteSpan slot, bool* direct) const;
+                           ByteSpan slot, bool* direct) const override;
 
  private:
   FileStore(std::string root, std::string real_root, int root_fd);

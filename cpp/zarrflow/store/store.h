@@ -24,6 +24,8 @@
 
 namespace zarrflow {
 
+class LocalFiles;  // local_files.h
+
 // A byte range of a value: [offset, offset + length), or the last `length` bytes when suffix.
 struct ByteRange {
   std::uint64_t offset = 0;
@@ -119,6 +121,10 @@ class Store {
 
   // How readers should merge nearby ranges of one value (inner chunks of a shard) on this store.
   [[nodiscard]] virtual CoalesceOptions coalescing() const { return {}; }
+
+  // Stores whose values are local files: their paths and O_DIRECT reads (local_files.h), for
+  // the GPU read path's cuFile and io='direct' reads. Null for the rest (the default).
+  [[nodiscard]] virtual const LocalFiles* local_files() const { return nullptr; }
 };
 
 // The error for a value of `size` bytes where at most `max_size` fit (shared by every store).

@@ -188,7 +188,14 @@ TEST_F(FileStoreTest, ReadDirectFromUnalignedOffsets) {
     ASSERT_TRUE(*r);
     EXPECT_EQ(std::string(reinterpret_cast<const char*>(slot.data()), len), big.substr(off, len));
   }
+  // Readers reach O_DIRECT through the store's LocalFiles capability; memory stores have none.
+  const LocalFiles* files = store_->local_files();
+  ASSERT_NE(files, nullptr);
+  EXPECT_EQ(files->path_of("a/c/0"), (base_ / "root").string() + "/a/c/0");
+  EXPECT_EQ(MemoryStore().local_files(), nullptr);
   bool direct = false;
+  ASSERT_TRUE(*files->read_direct("big", 4100, 10, slot, &direct));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(slot.data()), 10), big.substr(4100, 10));
   EXPECT_EQ(store_->read_direct("big", 9000, 2000, slot, &direct).status().code(),
             ErrorCode::kCorruptData);  // past the end
   EXPECT_FALSE(*store_->read_direct("nothing", 0, 10, slot, &direct));

@@ -7,57 +7,16 @@
 //   check_sizes      compares nvCOMP's actual output sizes with the expected ones
 //   verify_checksums one thread block per inflated zlib / gzip stream: its Adler-32 / CRC-32
 //                    against the stream's trailer (nvCOMP ignores trailers; codec/gpu/checksum.h)
-// Every job reports into its own int status slot: 0 = OK, negative = error code (see below).
+// Job tables and status codes: kernel_jobs.h.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "zarrflow/codec/gpu/kernel_jobs.h"
+
 namespace zarrflow::gpu {
-
-enum StreamKind : std::uint8_t { kStreamCopy = 0, kStreamLz4 = 1, kStreamBlosclz = 2 };
-
-struct StreamJob {
-  const std::uint8_t* src;
-  std::uint8_t* dst;
-  std::uint32_t src_size;
-  std::uint32_t dst_size;  // exact decoded size expected
-  std::uint32_t kind;      // StreamKind
-  std::uint32_t status;    // index of this job's slot in the status array
-};
-
-struct UnshuffleJob {
-  const std::uint8_t* src;  // shuffled block
-  std::uint8_t* dst;        // un-shuffled block
-  std::uint32_t size;       // block bytes
-  std::uint32_t typesize;
-  std::uint32_t bitshuffle;  // 0 byte shuffle, 1 bit shuffle
-};
-
-// Error codes written to status slots by zarrflow's kernels (nvCOMP writes its own, positive).
-enum KernelError : int {
-  kKernelOk = 0,
-  kErrTruncated = -1,     // input ended inside a token
-  kErrOverflow = -2,      // output would exceed the expected size
-  kErrBadOffset = -3,     // match offset points before the output start
-  kErrSizeMismatch = -4,  // decoded a different number of bytes than expected
-  kErrUnknownKind = -5,
-  kErrChecksum = -9,  // the decoded bytes do not match the stream's Adler-32 / CRC-32 trailer
-};
-
-enum ChecksumKind : std::uint32_t {
-  kChecksumAdler32 = 0,  // zlib: Adler-32, big-endian
-  kChecksumCrc32 = 1,    // gzip: CRC-32, little-endian
-};
-
-struct ChecksumJob {
-  const std::uint8_t* data;     // the decoded bytes
-  const std::uint8_t* trailer;  // the checksum as stored (device memory)
-  std::uint64_t size;           // decoded bytes
-  std::uint32_t kind;           // ChecksumKind
-  std::uint32_t status;         // the inflate job's status slot (d_status is the inflates')
-};
 
 // Blocks for `items` work items at `per_block` a block (at least one; capped).
 inline unsigned grid_for(std::uint64_t items, unsigned per_block) {

@@ -28,22 +28,15 @@
 #include <string>
 #include <vector>
 
-#include <optional>
-
 #include "zarrflow/codec/shard_indexes.h"
 #include "zarrflow/core/gpu/device_memory.h"
+#include "zarrflow/pipeline/gpu/batch_layout.h"
 #include "zarrflow/pipeline/gpu/chunk_cache.h"
+#include "zarrflow/pipeline/gpu/read_plan.h"
 #include "zarrflow/pipeline/transform.h"
 #include "zarrflow/zarr/array.h"
 
 namespace zarrflow::gpu {
-
-enum class GpuDecode : std::uint8_t { kAuto, kOn, kOff };
-
-// kAuto/kPinned: buffered pread into pinned staging. kDirect: O_DIRECT into pinned staging (no
-// page cache: measured slower than buffered reads on our virtio test host, so opt-in).
-// kCuFile: GPUDirect Storage for uncompressed chunks.
-enum class IoPath : std::uint8_t { kAuto, kPinned, kDirect, kCuFile };
 
 struct DeviceReadOptions {
   ThreadPool* pool = nullptr;           // file reads (I/O); null = calling thread
@@ -59,14 +52,14 @@ struct DeviceReadOptions {
   // nvCOMP's zstd/deflate, whose calls have a fixed latency, 1/24 of the GPU's memory (at most
   // 8 GB; less when the GPU is full) staged and as much decoded; for the others 256 MB staged
   // and 2 GB decoded. An explicit value bounds decoded bytes at twice it. Pieces are split
-  // evenly (device_read_cuda.cc).
+  // evenly (read_plan.h: PiecePlanner).
   std::uint64_t batch_bytes = 0;
   // Fraction (0..1) of the compressed chunks the GPU could decode that the host threads decode
   // instead (then copy up, like CPU fallbacks). For training, where the model keeps the GPU busy,
   // it moves decoding onto otherwise idle cores and gives the model its SMs back. Uncompressed
   // chunks are not counted: they have nothing to decode and keep their own path.
   double host_share = 0.0;
-  // Empty, or one per request: write the element transform's output (core/normalize.h: CF
+  // Empty, or one per request: write the element transform's output (pipeline/transform.h: CF
   // decoding of the stored value, then cast((f - mean) * inv_std); kStored = as stored) instead
   // of the elements, NaNs counted in the report. tf.in must be the array's data type. The
   // request's destination strides then count bytes of the output type. Chunks the host threads
@@ -76,7 +69,7 @@ struct DeviceReadOptions {
 };
 
 // Device memory a read leaves free beside nvCOMP's scratch, for the local memory its kernels
-// need when they launch (device_read_cuda.cc); with less, the call is decoded in parts.
+// need when they launch (read_op_enqueue_cuda.cc); with less, the call is decoded in parts.
 inline constexpr std::size_t kNvcompLaunchRoom = std::size_t{64} << 20;
 // How long a read (its pieces, or a loader's batch) waits for memory under zarrflow's GPU memory
 // limit before it fails.

@@ -1,0 +1,145 @@
+// One GPU read (DeviceReader::read_many) from plan to checked results (CUDA builds only; an
+// internal header of device_reader_cuda.cc and the read_op_*_cuda.cc files).
+//
+//   plan      read_plan.h: leaf chunks, duplicates, decoders, cache hits, sizes, pieces
+//   per piece, double-buffered (the host fetches piece i+1 while the GPU decodes piece i):
+//     fetch     stored bytes into pinned staging (or converted while read, or cuFile)
+//     prepare   host checks before any GPU decoder sees the bytes; host decoding
+//     enqueue   device buffers, job tables, copies up, nvCOMP calls and kernels, one event
+//     finish    wait for the event, check the statuses, keep chunks in the caches, decode what
+//               the GPU rejected on the host (which names the error or recovers the data)
+// Thread-safety: one ReadOp per read, on one thread (it runs its per-item work on the pools).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/pipeline/gpu/decode_jobs.h"
+#include "zarrflow/pipeline/gpu/device_reader.h"
+#include "zarrflow/pipeline/gpu/host_work.h"
+#include "zarrflow/pipeline/gpu/read_plan.h"
+#include "zarrflow/store/gpu/cufile.h"
+
+namespace zarrflow::gpu {
+
+// Everything one piece owns until its GPU work has finished and its statuses were checked.
+struct Batch {
+  std::vector<std::size_t> items;  // indices into the read's items
+  GpuBuffer staging;               // pinned compressed bytes
+  GpuBuffer cpu_host;              // pinned CPU-decoded blocks
+  // Pinned blocks the host normalised and cast (Item::host_tf): uncompressed chunks converted
+  // as they were read (fetch), CPU-decoded blocks (prepare).
+  GpuBuffer host_read, host_out;
+  GpuBuffer d_staging, d_direct, d_cpu, d_out, d_shuffled, d_tables;
+  // nvCOMP's scratch, shared with the read's other pieces (ReadOp::nvcomp_temp_): held here
+  // until this piece's work is done, so a larger replacement never frees it under a kernel.
+  std::shared_ptr<GpuBuffer> d_temp[4];  // by NvcompAlgo
+  GpuBuffer h_tables, h_status;          // pinned
+  std::vector<std::uint32_t> slot_item;  // status slot → item index
+  Event done;
+  Event t0, t1, t2;  // timing: before the copies up, after them, after decoding
+  // Chunks to add to the GPU cache once this piece has completed (and decoded without error).
+  std::vector<std::pair<std::size_t, std::shared_ptr<CachedChunk>>> to_cache;
+  bool enqueued = false;
+};
+
+// Where the host put an Item::host_tf item's converted block: uncompressed chunks (still kGpu)
+// were converted while fetched, CPU-decoded blocks after decoding.
+inline std::byte* converted_block(Batch& b, const Item& it) {
+  return (it.mode == Mode::kCpu ? b.host_out : b.host_read).data() + it.host_tf_offset;
+}
+
+// Milliseconds since `t0` (host wall clock).
+inline double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class ReadOp {
+ public:
+  ReadOp(const DeviceReadOptions& opt, DeviceReadReport& report, GpuMemoryPool& pinned,
+         GpuMemoryPool& device)
+      : opt_(opt), report_(report), pinned_(pinned), device_(device) {}
+  // A read that failed part-way may still have copies and kernels running on the stream over
+  // the buffers its pieces are about to give back to the pools, where another read (another
+  // loader worker) would take them at once: a kernel reading job tables rewritten under it
+  // faults (an illegal address, seen in training). So they are released only after the stream
+  // has drained.
+  ~ReadOp();
+  ReadOp(const ReadOp&) = delete;
+  ReadOp& operator=(const ReadOp&) = delete;
+
+  Status run(std::span<const DeviceReadRequest> requests);
+
+ private:
+  // read_op_plan_cuda.cc
+  Status plan(std::span<const DeviceReadRequest> requests);
+  void look_up_caches();
+  PieceBounds piece_bounds() const;
+  // read_op_cuda.cc
+  Status fetch(Batch& b);
+  Status fetch_item(Item& it, Batch& b, const CuFile* cufile,
+                    std::atomic<std::uint64_t>& converted_nans,
+                    std::atomic<std::int64_t>& direct_reads);
+  void count_fetched(const Batch& b);
+  Status prepare(Batch& b);
+  Status check_on_host(Batch& b);
+  Status decode_on_host_threads(Batch& b);
+  Status finish(Batch& b);
+  void record_timings(Batch& b);
+  std::map<std::uint32_t, int> failed_items(const Batch& b) const;
+  void keep_in_caches(Batch& b, const std::map<std::uint32_t, int>& failed);
+  Status recover_on_host(const Item& it, const std::byte* staged);
+  // read_op_enqueue_cuda.cc
+  Status enqueue(Batch& b);
+  Status allocate_device_areas(Batch& b, const OutputLayout& layout);
+  Status allocate_tables(Batch& b, const JobTables& tables, std::size_t nslots);
+  Status copy_up(Batch& b, const OutputLayout& layout);
+  Status copy_into_gpu_cache(Batch& b);
+  Status launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables& tables);
+  Status decode_nvcomp(NvcompAlgo algo, const NvcompJobs& jobs, const JobTables::Nvcomp& at,
+                       int* status, Batch& b);
+  Result<std::size_t> fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs& jobs, Batch& b,
+                                         std::size_t* temp_bytes);
+  bool nvcomp_launch_room();
+
+  void note(const std::string& why);
+  Result<GpuBuffer> device_buffer(std::uint64_t size, std::string_view what, const Batch& b,
+                                  bool wait = true);
+
+  const DeviceReadOptions& opt_;
+  DeviceReadReport& report_;
+  GpuMemoryPool& pinned_;
+  GpuMemoryPool& device_;
+  std::vector<Item> items_;
+  ChainPrograms programs_;
+  std::set<std::string> noted_;
+  std::mutex mu_;
+  GpuDecoders gpu_;  // what the GPU decodes in this read
+  const Nvcomp* nvcomp_ = nullptr;
+  // One scratch buffer per nvCOMP algorithm for all of this read's pieces: they decode one
+  // after another on one stream, so they can share it. nvCOMP's zstd asks for 3.05x the
+  // decoded bytes of a call (9 GB for a 2 GB piece of zstd chunks); one per piece in flight
+  // was the largest allocation a 71-channel loader made.
+  std::shared_ptr<GpuBuffer> nvcomp_temp_[4];  // by NvcompAlgo
+  Event last_done_;  // the previous piece's end on the GPU, for report_.gpu_idle_ms
+  // The piece whose GPU work may still run while the next one is fetched and enqueued, and the
+  // one being fetched and enqueued (members, not locals: see ~ReadOp).
+  std::optional<Batch> in_flight_, filling_;
+  bool settled_ = false;  // run() finished every piece it enqueued
+};
+
+// An allocation for piece `b`; a failure says what it was for and how big the piece was (an
+// out-of-memory error alone does not tell a user which setting to change).
+Result<GpuBuffer> named(Result<GpuBuffer> r, std::string_view what, const Batch& b);
+
+}  // namespace zarrflow::gpu

@@ -1,0 +1,157 @@
+// ReadOp: the read's plan and its pieces (read_op.h).
+#include <algorithm>
+
+#include "zarrflow/pipeline/gpu/read_op.h"
+
+namespace zarrflow::gpu {
+
+Result<GpuBuffer> named(Result<GpuBuffer> r, std::string_view what, const Batch& b) {
+  if (r.ok()) return r;
+  return std::move(r).take_status().annotate(std::string(what) + " for a batch of " +
+                                             std::to_string(b.items.size()) + " chunks");
+}
+
+ReadOp::~ReadOp() {
+  if (!settled_ && (in_flight_ || filling_) && cudaStreamSynchronize(opt_.stream) != cudaSuccess)
+    cudaGetLastError();  // the error was reported already, or is sticky
+}
+
+void ReadOp::note(const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (noted_.insert(why).second) report_.notes.push_back(why);
+}
+
+// Device memory for piece `b`. When the GPU is full and the previous piece's work is still in
+// flight (its buffers, and the other loader workers' pieces, take the memory), wait for it: its
+// buffers go back to the pool, which gives its idle memory back and tries again. A failure then
+// names the buffer and the piece (named).
+Result<GpuBuffer> ReadOp::device_buffer(std::uint64_t size, std::string_view what, const Batch& b,
+                                        bool wait) {
+  auto r = device_.acquire(size);
+  if (!r.ok() && in_flight_) {
+    ZF_RETURN_IF_ERROR(finish(*in_flight_));
+    in_flight_.reset();
+    r = device_.acquire(size);
+  }
+  // Under zarrflow's memory limit the rest is mostly other reads' pieces (the loader's other
+  // workers, a validation loader), which go back within a piece's time: wait for them, bounded,
+  // rather than fail the piece. Beyond kLimitWait the memory is held for good (pieces in flight)
+  // and the error stands. (`wait` false: the caller has a smaller fallback to try first.)
+  if (!r.ok() && wait && device_.limit() != 0) {
+    double waited = 0;
+    r = device_.acquire_waiting(size, kLimitWaitMs, &waited);
+    if (r.ok()) {
+      std::lock_guard lock(mu_);
+      report_.limit_wait_ms += waited;
+    }
+  }
+  return named(std::move(r), what, b);
+}
+
+Status ReadOp::plan(std::span<const DeviceReadRequest> requests) {
+  ZF_RETURN_IF_ERROR(check_requests(requests, opt_.transforms));
+  gpu_.decode = opt_.decode;
+  auto nv = Nvcomp::get();
+  if (nv.ok()) {
+    nvcomp_ = *nv;
+    gpu_.nvcomp = true;
+  } else {
+    gpu_.nvcomp_missing = nv.status().message();
+  }
+  const PlanOptions plan{opt_.pool, opt_.buffers, opt_.shard_indexes, opt_.decode, opt_.host_share};
+  const auto& tfs = opt_.transforms;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    const ElementTransform* tf = !tfs.empty() && tfs[i].out != OutType::kStored ? &tfs[i] : nullptr;
+    if (!r.region.empty()) ZF_RETURN_IF_ERROR(gather_items(r, tf, plan, items_));
+  }
+  // cuFile reads go to device memory: no shared staging to deduplicate through.
+  if (opt_.io != IoPath::kCuFile) group_duplicates(items_);
+  choose_decoders(items_, programs_, plan);
+  look_up_caches();
+  return measure_stored_sizes(items_, opt_.pool);
+}
+
+// GPU cache hits need no read, no host work and no copy; pinned-cache hits no read and no
+// host validation.
+void ReadOp::look_up_caches() {
+  if (opt_.cache == nullptr && opt_.host_cache == nullptr) return;
+  for (auto& it : items_) {
+    if (it.mode != Mode::kGpu || it.dup_of >= 0) continue;
+    it.cache_key = it.arr->store().describe_key(it.key);
+    if (it.range)
+      it.cache_key +=
+          "#" + std::to_string(it.range->offset) + "+" + std::to_string(it.range->length);
+    if (opt_.cache != nullptr) it.cached = opt_.cache->find(it.cache_key);
+    if (!it.cached && opt_.host_cache != nullptr)
+      it.host_cached = opt_.host_cache->find(it.cache_key);
+    const auto& hit = it.cached ? it.cached : it.host_cached;
+    if (hit) {
+      it.payload = hit->payload;
+      it.blosc = hit->blosc;
+      if (it.cached) it.cached_bytes = it.cached->bytes.data();
+      if (it.host_cached) it.stored_size = hit->stored_size;  // staged again from the cache
+      ++(it.cached ? report_.cache_hits : report_.host_cache_hits);
+    }
+  }
+}
+
+// nvCOMP's zstd and deflate decode each chunk on one unit of the GPU, so a call costs about one
+// chunk's decode time (~35 ms for a 4 MB zstd chunk on an H200) plus its bytes at ~120 GB/s: on
+// an H200, calls of 0.7, 2.7 and 7.9 GB of 4 MB chunks took 43, 56 and 100 ms. Their pieces are
+// therefore as large as memory allows: 1/24 of the GPU's memory in decoded chunks (5.9 GB on an
+// H200, 3.3 GB on an H100; at most 8 GB, and less when little is free), and as many staged bytes.
+// nvCOMP's zstd scratch is 3.05x the decoded bytes of a call, shared by the read's pieces; with two
+// pieces in flight a read then holds about a fifth of the GPU. zarrflow's own kernels (Blosc, LZ4,
+// uncompressed) have no such latency: small pieces (256 MB staged, 2 GB decoded) overlap reading
+// with decoding best. An explicit batch_bytes sets the staged bound, and twice it the decoded one.
+PieceBounds ReadOp::piece_bounds() const {
+  if (opt_.batch_bytes != 0) return {opt_.batch_bytes, 2 * opt_.batch_bytes};
+  if (!programs_.any_nvcomp()) return {std::uint64_t{256} << 20, std::uint64_t{2} << 30};
+  std::size_t free = 0, total = 0;
+  std::uint64_t d = std::uint64_t{3} << 30;  // if the GPU's size cannot be had
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess) {
+    // Less when the GPU is full (a model, other workers' pieces): an eighth of what is free
+    // or idle in the pool (within its limit, if set), since a piece needs ~5.5x its decoded
+    // bytes (scratch, decoded chunks, staging) and the loader's workers read at once.
+    const std::uint64_t avail =
+        std::min<std::uint64_t>(free + device_.cached_bytes(), device_.room());
+    d = std::clamp<std::uint64_t>(std::min<std::uint64_t>(total / 24, avail / 8),
+                                  std::uint64_t{256} << 20, std::uint64_t{8} << 30);
+  } else {
+    cudaGetLastError();
+  }
+  return {d, d};
+}
+
+Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
+  const auto t_plan = std::chrono::steady_clock::now();
+  ZF_RETURN_IF_ERROR(plan(requests));
+  PiecePlanner pieces(items_, piece_bounds());
+  report_.plan_ms += ms_since(t_plan);
+  report_.io = opt_.io == IoPath::kDirect ? "O_DIRECT → pinned staging → H2D copy per batch"
+                                          : "pread → pinned staging → H2D copy per batch";
+  while (!pieces.done()) {
+    Batch& b = filling_.emplace();
+    std::uint64_t decoded = 0;
+    b.items = pieces.next(&decoded);
+    report_.max_batch_decoded = std::max(report_.max_batch_decoded, decoded);
+    auto t = std::chrono::steady_clock::now();
+    ZF_RETURN_IF_ERROR(fetch(b));
+    ZF_RETURN_IF_ERROR(prepare(b));
+    report_.fetch_ms += ms_since(t);
+    t = std::chrono::steady_clock::now();
+    ZF_RETURN_IF_ERROR(enqueue(b));
+    report_.enqueue_ms += ms_since(t);
+    ++report_.batches;
+    if (in_flight_) ZF_RETURN_IF_ERROR(finish(*in_flight_));
+    in_flight_ = std::move(b);
+    filling_.reset();
+  }
+  if (in_flight_) ZF_RETURN_IF_ERROR(finish(*in_flight_));
+  in_flight_.reset();
+  settled_ = true;
+  return {};
+}
+
+}  // namespace zarrflow::gpu

@@ -1,0 +1,118 @@
+// The read plan of a GPU read: requests → leaf chunks (read_item.h) → who decodes each → their
+// stored sizes → pieces. Plain C++ (builds and is tested everywhere); read_op.h runs it.
+//
+//   check_requests       regions inside their arrays, one element transform per request
+//   gather_items         a request's chunks; for sharded arrays, the inner chunks each shard index
+//                        points at (indexes read in parallel, or taken from a ShardIndexes)
+//   group_duplicates     items that read the same stored chunk: the later ones share the first
+//                        one's bytes and decoded copy, and move right behind it
+//   choose_decoders      GPU or host threads, per chain and gpu_decode; host_share's split
+//   measure_stored_sizes whole values' sizes (missing values become fills)
+//   PiecePlanner         the read's internal batches ("pieces"), bounded and of about equal size
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "zarrflow/codec/shard_indexes.h"
+#include "zarrflow/pipeline/gpu/read_item.h"
+
+namespace zarrflow::gpu {
+
+enum class GpuDecode : std::uint8_t { kAuto, kOn, kOff };
+
+// What planning takes from the read's options (DeviceReadOptions).
+struct PlanOptions {
+  ThreadPool* pool = nullptr;             // shard index reads, size queries (local stores)
+  BufferPool* buffers = nullptr;          // scratch of shard index reads
+  ShardIndexes* shard_indexes = nullptr;  // optional: shard indexes kept across reads
+  GpuDecode decode = GpuDecode::kAuto;
+  double host_share = 0.0;  // see DeviceReadOptions::host_share
+};
+
+// Remote stores bring their own I/O pool (one thread per request in flight); local ones use ours.
+ThreadPool* fetch_pool(const Store& store, ThreadPool* fallback);
+
+// Each codec chain's GPU program (analyze_chain), analysed once per read.
+class ChainPrograms {
+ public:
+  const ChainProgram* of(const CodecChain* chain);
+  // True when a chain decodes with nvCOMP (zstd, deflate), whose calls have a fixed latency.
+  [[nodiscard]] bool any_nvcomp() const;
+
+ private:
+  std::map<const CodecChain*, ChainProgram> programs_;
+};
+
+// Every region lies inside its array and fits its destination; `transforms` is empty or one per
+// request, each reading its array's data type.
+Status check_requests(std::span<const ReadRequest> requests,
+                      std::span<const ElementTransform> transforms);
+
+// Appends the leaf chunks of `request` (tf: its element transform, or null) to `items`.
+Status gather_items(const ReadRequest& request, const ElementTransform* tf,
+                    const PlanOptions& options, std::vector<Item>& items);
+
+// Sets Item::dup_of of every item that reads the same stored chunk through the same chain as an
+// earlier one, and moves it right behind that first occurrence (the others keep their order), so
+// that no piece boundary falls between them: a duplicate in a later piece than its first
+// occurrence would be read and decoded again (x at t+1 is y at t, requested far apart).
+void group_duplicates(std::vector<Item>& items);
+
+// Sets each item's program and mode: the host threads decode chains the GPU cannot (the reason
+// noted in Item::cpu_reason) and everything under gpu_decode=off. host_share > 0 then sends every
+// k-th GPU-decodable compressed chunk to them, spread evenly (an accumulator, so the split depends
+// neither on chunk sizes nor on the order of completion). Uncompressed chunks stay: read whole
+// (and converted while read, where they can be), they have no decoding to move. A duplicate goes
+// where its first occurrence went: it takes that one's decoded block.
+void choose_decoders(std::vector<Item>& items, ChainPrograms& programs, const PlanOptions& options);
+
+// Stored sizes of the items that still need one: inner chunks of shards know theirs from the
+// index; whole values are measured (one size query each, in parallel on `pool`, or the store's
+// I/O pool). Missing values become fills; a value larger than its codecs can produce is refused
+// before anything of its size is allocated.
+Status measure_stored_sizes(std::vector<Item>& items, ThreadPool* pool);
+
+// The most staged (compressed) and decoded bytes one piece may hold.
+struct PieceBounds {
+  std::uint64_t staged, decoded;
+};
+
+// The decoded bytes an item adds to its piece. Chunks from the GPU cache count half: a piece of
+// them stages nothing and has no reading to overlap, so the fixed cost of each extra call shows
+// in full (71-channel batches of hits, one worker, H200: 78 GB/s in one call, 61 in two, 50 in
+// three).
+std::uint64_t counted_decoded(const Item& item);
+
+// Cuts the read into pieces: as few as the bounds allow, and of about equal size. A call to
+// nvCOMP costs a fixed latency (one chunk's decode time), so a small last piece pays it for
+// little work, and a large first piece leaves the GPU nothing to overlap with its reading. Pieces
+// are counted by filling them greedily, then each one gets an equal share of what remains of the
+// dimension (staged or decoded bytes) that needed more pieces. Both bounds matter: edge chunks
+// that are mostly fill value compress to almost nothing (2 GB of them decoded to 28 GB).
+// Duplicates follow their first occurrence (group_duplicates) and a piece closes only before an
+// item it reads, so a duplicate always lands in its first occurrence's piece; that one is marked
+// Item::shared. Pieces are cut one at a time, as the read reaches them.
+class PiecePlanner {
+ public:
+  PiecePlanner(std::vector<Item>& items, PieceBounds bounds);
+
+  [[nodiscard]] bool done() const { return next_ >= items_.size(); }
+  // The next piece's item indices; `decoded` receives the decoded bytes of its non-fill chunks.
+  std::vector<std::size_t> next(std::uint64_t* decoded);
+
+ private:
+  [[nodiscard]] bool exceeds(std::uint64_t staged, std::uint64_t decoded, const Item& it) const;
+
+  std::vector<Item>& items_;
+  PieceBounds bounds_;
+  std::uint64_t pieces_ = 0;     // counted greedily
+  bool decoded_binds_ = false;   // decoded bytes needed more pieces than staged bytes
+  std::uint64_t remaining_ = 0;  // of the binding dimension
+  std::uint64_t made_ = 0;
+  std::size_t next_ = 0;
+};
+
+}  // namespace zarrflow::gpu
