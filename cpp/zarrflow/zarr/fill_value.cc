@@ -1,5 +1,7 @@
 #include "zarrflow/zarr/fill_value.h"
 
+#include "zarrflow/codec/filters.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -68,7 +70,7 @@ Result<std::vector<std::byte>> float_scalar(const nlohmann::json& v, DTypeKind k
   switch (size) {
     case 2:
       if (kind == DTypeKind::kBFloat16) return bytes_of(bfloat16_bits(static_cast<float>(d)));
-      return bytes_of(static_cast<_Float16>(d));
+      return bytes_of(double_to_half(d));  // as NumPy rounds
     case 4:
       return bytes_of(static_cast<float>(d));
     case 8:
