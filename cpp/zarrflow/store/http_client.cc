@@ -1,5 +1,6 @@
 #include "zarrflow/store/http_client.h"
 
+#include "zarrflow/store/response_headers.h"
 #include "zarrflow/store/s3_xml.h"
 
 #include <curl/curl.h>
@@ -18,15 +19,11 @@ void global_init() {
 }
 
 // State of one attempt, shared with curl's callbacks.
-struct Attempt {
+struct Attempt : ResponseHeaders {
   BodySink* sink = nullptr;
   BufferPool* pool = nullptr;
   bool ranged = false;
   std::uint64_t range_offset = 0, range_length = 0;
-  long status = 0;
-  std::optional<std::uint64_t> content_length;
-  std::optional<std::uint64_t> range_start, total_size;
-  std::optional<double> retry_after;
   std::uint64_t written = 0;   // body bytes delivered to the sink
   std::uint64_t skip = 0;      // bytes to drop (a server that ignored Range sent the whole value)
   std::uint64_t keep = UINT64_MAX;
@@ -35,50 +32,8 @@ struct Attempt {
   bool headers_done = false;
 };
 
-bool iequals_prefix(std::string_view line, std::string_view name) {
-  if (line.size() < name.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) return false;
-  return true;
-}
-
-std::optional<std::uint64_t> parse_u64(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  std::uint64_t v = 0;
-  std::size_t n = 0;
-  for (; n < s.size() && s[n] >= '0' && s[n] <= '9'; ++n) {
-    if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
-    v = v * 10 + std::uint64_t(s[n] - '0');
-  }
-  if (n == 0) return std::nullopt;
-  return v;
-}
-
 std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
-  auto& a = *static_cast<Attempt*>(user);
-  std::string_view line(data, size * n);
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  if (line.starts_with("HTTP/")) {  // a new response (after a redirect or 100-continue)
-    const std::size_t sp = line.find(' ');
-    a.status = sp == std::string_view::npos ? 0 : long(parse_u64(line.substr(sp + 1)).value_or(0));
-    a.content_length.reset();
-    a.range_start.reset();
-    a.total_size.reset();
-    a.retry_after.reset();
-  } else if (iequals_prefix(line, "content-length:")) {
-    a.content_length = parse_u64(line.substr(15));
-  } else if (iequals_prefix(line, "content-range:")) {
-    // "bytes 0-99/1234" or "bytes */1234"
-    std::string_view v = line.substr(14);
-    const std::size_t sp = v.find("bytes ");
-    if (sp != std::string_view::npos) v = v.substr(sp + 6);
-    if (const std::size_t slash = v.find('/'); slash != std::string_view::npos) {
-      a.total_size = parse_u64(v.substr(slash + 1));
-      if (v.front() != '*') a.range_start = parse_u64(v);
-    }
-  } else if (iequals_prefix(line, "retry-after:")) {
-    if (auto s = parse_u64(line.substr(12))) a.retry_after = double(*s);
-  }
+  parse_response_header_line(std::string_view(data, size * n), *static_cast<Attempt*>(user));
   return size * n;
 }
 
