@@ -30,7 +30,9 @@ void parse_response_header_line(std::string_view line, ResponseHeaders& h) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   if (line.starts_with("HTTP/")) {  // a new response (after a redirect or 100-continue)
     const std::size_t sp = line.find(' ');
-    h.status = sp == std::string_view::npos ? 0 : long(parse_u64(line.substr(sp + 1)).value_or(0));
+    // A status code has three digits; anything else is no status (0), not a wrapped number.
+    const auto code = sp == std::string_view::npos ? std::nullopt : parse_u64(line.substr(sp + 1));
+    h.status = code && *code >= 100 && *code <= 999 ? static_cast<long>(*code) : 0;
     h.content_length.reset();
     h.range_start.reset();
     h.total_size.reset();

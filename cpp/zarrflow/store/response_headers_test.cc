@@ -55,9 +55,12 @@ TEST(ResponseHeaders, MalformedValuesStayUnset) {
   EXPECT_FALSE(h.retry_after);
 }
 
-TEST(ResponseHeaders, StatusLineWithoutCode) {
+TEST(ResponseHeaders, StatusLineWithoutAThreeDigitCode) {
   EXPECT_EQ(parse({"HTTP/1.1"}).status, 0);
   EXPECT_EQ(parse({"HTTP/1.1 abc"}).status, 0);
+  EXPECT_EQ(parse({"HTTP/1.1 42 Odd"}).status, 0);
+  // Past LONG_MAX: once wrapped into a negative status (found by http_headers_fuzzer).
+  EXPECT_EQ(parse({"HTTP/0.1 013393677788713436434vHTT"}).status, 0);
 }
 
 }  // namespace
