@@ -77,7 +77,7 @@ run() {
   local t=$1 seconds=$2
   shift 2
   mkdir -p "$WORK/corpus/$t" "$WORK/findings/$t"
-  "$BUILD/fuzzers/$t" $(options "$t") -max_total_time="$seconds" -timeout=10 \
+  "$BUILD/fuzzers/$t" $(options "$t") -max_total_time="$seconds" -timeout=30 \
     -artifact_prefix="$WORK/findings/$t/" -print_final_stats=1 "$@" \
     "$WORK/corpus/$t" "$CORPUS/$t"
 }
