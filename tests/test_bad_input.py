@@ -162,6 +162,16 @@ def test_malformed_json(tmp_path: Path, zarr_format: int) -> None:
 
 
 @pytest.mark.parametrize("zarr_format", [3, 2])
+def test_number_beyond_double_range(tmp_path: Path, zarr_format: int) -> None:
+    """A JSON number past the double range is malformed metadata, not an exception that aborts
+    the process (found by codec_chain_fuzzer)."""
+    s = make_store(tmp_path, zarr_format=zarr_format)
+    s.meta_file().write_text('{"zarr_format": 21e308}')
+    expect(zarrflow.MetadataError, open_direct(s), ARR)
+    expect(zarrflow.MetadataError, lambda: zarrflow.open(s.root)[ARR], ARR)
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
 def test_metadata_not_an_object(tmp_path: Path, zarr_format: int) -> None:
     s = make_store(tmp_path, zarr_format=zarr_format)
     s.meta_file().write_text("[1, 2, 3]")

@@ -143,7 +143,7 @@ Result<nlohmann::json> parse_json(std::string_view text) {
     // Re-parse with exceptions only to recover the parser's position message.
     try {
       (void)nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
       return invalid_metadata(std::string("malformed JSON: ") + e.what());
     }
     return invalid_metadata("malformed JSON");

@@ -143,5 +143,15 @@ TEST(Json, MalformedNamesThePosition) {
   EXPECT_NE(r.status().message().find("malformed JSON"), std::string::npos);
 }
 
+TEST(Json, NumberOutOfRangeIsAnError) {
+  // A number beyond double range is an error, not an exception escaping to std::terminate
+  // (found by codec_chain_fuzzer).
+  auto r = parse_json(R"({"zarr_format": 21e308})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidMetadata);
+  EXPECT_NE(r.status().message().find("number overflow"), std::string::npos)
+      << r.status().message();
+}
+
 }  // namespace
 }  // namespace zarrflow
