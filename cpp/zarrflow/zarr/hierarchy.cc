@@ -68,7 +68,7 @@ Result<Node> node_from_consolidated(std::shared_ptr<const Store> store, const st
                                     const nlohmann::json& all, const std::string& rel) {
   if (zarr_format == 3) {
     nlohmann::json doc = entry;
-    if (doc.is_object() && doc.value("node_type", "") == "group") {
+    if (doc.is_object() && doc.value("node_type", nlohmann::json()) == "group") {
       // Carry the parent's knowledge of this subtree down as the child's consolidated metadata.
       doc["consolidated_metadata"] = {
           {"kind", "inline"}, {"must_understand", false}, {"metadata", sub_consolidated(all, rel)}};

@@ -248,9 +248,10 @@ Result<ArrayMetadata> parse_array_v2(const nlohmann::json& doc, const nlohmann::
   md.v2_endian = te.endian;
   ZF_RETURN_IF_ERROR(check_sizes(md.shape, md.chunk_shape, md.dtype));
 
-  const std::string order = doc.value("order", std::string("C"));
-  if (order != "C" && order != "F") return invalid_metadata("field 'order' must be \"C\" or \"F\"");
-  md.v2_order = order[0];
+  const nlohmann::json order = doc.value("order", nlohmann::json("C"));
+  if (order != "C" && order != "F")
+    return invalid_metadata("field 'order' must be \"C\" or \"F\", got " + order.dump());
+  md.v2_order = order == "F" ? 'F' : 'C';
 
   md.key_encoding = {ChunkKeyEncoding::Kind::kV2, '.'};
   if (auto it = doc.find("dimension_separator"); it != doc.end() && !it->is_null()) {
