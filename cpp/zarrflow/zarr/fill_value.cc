@@ -101,8 +101,10 @@ Result<std::vector<std::byte>> int_scalar(const nlohmann::json& v, const DataTyp
   }
   if (v.is_number_float()) {  // some writers store integral fills as 0.0
     const double d = v.get<double>();
-    if (std::trunc(d) != d || d < static_cast<double>(std::numeric_limits<T>::lowest()) ||
-        d > static_cast<double>(std::numeric_limits<T>::max()))
+    // The upper bound as a power of two, exact in double (max() itself, 2^63 - 1, rounds up to
+    // 2^63, which would pass and then overflow the cast).
+    const double end = std::ldexp(1.0, std::numeric_limits<T>::digits);
+    if (std::trunc(d) != d || d < static_cast<double>(std::numeric_limits<T>::lowest()) || d >= end)
       return bad(v, t, "not an integer in range");
     return bytes_of(static_cast<T>(d));
   }
