@@ -333,11 +333,13 @@ class KerchunkParser {
           }
         }
       } else if (d.is_object() && d.contains("stop")) {
-        auto get = [&](const char* f, std::int64_t dflt) -> Result<std::int64_t> {
-          if (!d.contains(f)) return dflt;
-          if (!d.at(f).is_number_integer())
-            return invalid_metadata("dimension '" + name + "': '" + f + "' is not an integer");
-          return d.at(f).get<std::int64_t>();
+        // (Named captures: clang before 16 cannot capture structured bindings.)
+        auto get = [&dim = d, &dim_name = name](const char* f,
+                                                std::int64_t dflt) -> Result<std::int64_t> {
+          if (!dim.contains(f)) return dflt;
+          if (!dim.at(f).is_number_integer())
+            return invalid_metadata("dimension '" + dim_name + "': '" + f + "' is not an integer");
+          return dim.at(f).get<std::int64_t>();
         };
         ZF_ASSIGN_OR_RETURN(std::int64_t start, get("start", 0));
         ZF_ASSIGN_OR_RETURN(std::int64_t stop, get("stop", 0));
