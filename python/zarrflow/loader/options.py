@@ -90,6 +90,11 @@ class LoaderOptions:
         (the next one if ``set_epoch`` was called before this pass, else the same one); a wrong
         guess costs reads, never different batches.
 
+    Raises
+    ------
+    LoaderError
+        A value outside its choices or range (the message names the setting).
+
     Examples
     --------
     >>> opts = zarrflow.LoaderOptions(device="cpu", output="numpy", dtype="bfloat16")

@@ -263,6 +263,15 @@ class DatasetSpec:
     window_origins : list of tuple of int
         Every window's origin, relative to the crop.
 
+    Raises
+    ------
+    LoaderError
+        A name the store does not have (the message lists what it has), channels on different
+        grids or time axes, a data type the loader cannot load, windows or time steps that do
+        not fit, or invalid normalisation statistics.
+    NodeNotFoundError
+        No Zarr group at ``store``.
+
     Examples
     --------
     On the store ``zarrflow synth era5.zarr`` writes (8 time steps of 6 channels):
