@@ -17,6 +17,7 @@ import argparse
 import difflib
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,7 +42,18 @@ def render(template: str, values: dict[str, str]) -> str:
     if missing or unused:
         raise SystemExit(f"{TEMPLATE.name}: placeholders without a value {sorted(missing)}, "
                          f"values without a placeholder {sorted(unused)}")
-    return HEADER + PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+    return HEADER + reflow(PLACEHOLDER.sub(lambda m: values[m.group(1)], template))
+
+
+def reflow(text: str, width: int = 100) -> str:
+    """Prose paragraphs wrapped to ``width`` columns (the figures put in change their length);
+    headings, tables, lists, images and comments as they are."""
+    paragraphs = text.split("\n\n")
+    for i, para in enumerate(paragraphs):
+        if para and not para.lstrip().startswith(("#", "|", "!", "-", "<!--", "```")):
+            paragraphs[i] = textwrap.fill(" ".join(para.split("\n")), width,
+                                          break_long_words=False, break_on_hyphens=False)
+    return "\n\n".join(paragraphs)
 
 
 def page(results: Path = RESULTS, template: Path = TEMPLATE) -> str:
