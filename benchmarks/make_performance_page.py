@@ -8,7 +8,8 @@ The prose is benchmarks/performance_page.md; each ``{{name}}`` in it is replaced
 figure that benchmarks/performance_tables.py computes from the JSON files; the README's summary
 table (between its "performance summary" comments) is written the same way. To add a result, put
 its JSON in docs/results, compute what the page shows from it there, and rerun this command.
-tests/test_performance_page.py checks that the committed files are what this command writes.
+tests/test_performance_page.py checks that the committed files are what this command writes
+(the page and the README; not the plots, whose bytes depend on matplotlib's version).
 """
 
 from __future__ import annotations
