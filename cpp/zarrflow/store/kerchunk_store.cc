@@ -333,13 +333,17 @@ class KerchunkParser {
           }
         }
       } else if (d.is_object() && d.contains("stop")) {
-        // (Named captures: clang before 16 cannot capture structured bindings.)
-        auto get = [&dim = d, &dim_name = name](const char* f,
-                                                std::int64_t dflt) -> Result<std::int64_t> {
-          if (!dim.contains(f)) return dflt;
-          if (!dim.at(f).is_number_integer())
-            return invalid_metadata("dimension '" + dim_name + "': '" + f + "' is not an integer");
-          return dim.at(f).get<std::int64_t>();
+        // Named copies: a lambda may not capture structured bindings (C++20 allows it, clang 14
+        // does not).
+        const nlohmann::json& range = d;
+        const std::string& dim = name;
+        auto get = [&range, &dim](const char* f, std::int64_t dflt) -> Result<std::int64_t> {
+          const auto& d = range;
+          const auto& name = dim;
+          if (!d.contains(f)) return dflt;
+          if (!d.at(f).is_number_integer())
+            return invalid_metadata("dimension '" + name + "': '" + f + "' is not an integer");
+          return d.at(f).get<std::int64_t>();
         };
         ZF_ASSIGN_OR_RETURN(std::int64_t start, get("start", 0));
         ZF_ASSIGN_OR_RETURN(std::int64_t stop, get("stop", 0));
