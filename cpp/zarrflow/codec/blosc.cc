@@ -149,6 +149,7 @@ class BloscCodec final : public BytesToBytesCodec {
   explicit BloscCodec(BloscSettings s) : s_(std::move(s)) {}
 
   [[nodiscard]] std::string name() const override { return "blosc"; }
+  [[nodiscard]] GpuDecoder gpu_decoder() const override { return GpuDecoder::kBlosc; }
   [[nodiscard]] std::string describe() const override {
     static const char* kShuffle[] = {"autoshuffle", "noshuffle", "shuffle", "bitshuffle"};
     std::string d = "blosc(" + s_.cname + ", " + kShuffle[static_cast<int>(s_.shuffle) + 1] +

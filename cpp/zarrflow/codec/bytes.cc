@@ -16,6 +16,7 @@ class BytesCodec final : public ArrayToBytesCodec {
   BytesCodec(Endian endian, std::uint32_t swap_unit) : endian_(endian), swap_unit_(swap_unit) {}
 
   [[nodiscard]] std::string name() const override { return "bytes"; }
+  [[nodiscard]] GpuDecoder gpu_decoder() const override { return GpuDecoder::kElements; }
   [[nodiscard]] std::string describe() const override {
     return endian_ == Endian::kBig ? "bytes(big)" : "bytes";
   }

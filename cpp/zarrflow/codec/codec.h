@@ -67,6 +67,21 @@ struct LeafRead {
 
 enum class CodecKind : std::uint8_t { kArrayToArray, kArrayToBytes, kBytesToBytes };
 
+// The GPU decoder that takes a codec's encoded bytes (codec/gpu): a capability each codec
+// declares. The GPU read path combines a chain's (codec/gpu/framing.h: analyze_chain); a chain
+// with a codec that declares none decodes on the host threads. Array→array codecs are views
+// (the GPU path applies them to the destination) and declare nothing.
+enum class GpuDecoder : std::uint8_t {
+  kNone,           // no GPU decoder (the default)
+  kElements,       // array→bytes: the bytes are the elements, byte-swapped unless native order
+  kZstd,           // one zstd frame (nvCOMP)
+  kGzip,           // one deflate stream in gzip framing (nvCOMP; the CRC-32 checked on the GPU)
+  kZlib,           // one deflate stream in zlib framing (nvCOMP; the Adler-32 checked on the GPU)
+  kLz4Block,       // numcodecs LZ4: the decoded size, then one LZ4 block (zarrflow's kernel)
+  kBlosc,          // a Blosc 1 frame (planned on the host, its streams decoded in batches)
+  kCrc32cTrailer,  // a CRC-32C after the bytes (checked and stripped on the host)
+};
+
 class Codec {
  public:
   virtual ~Codec() = default;
@@ -75,6 +90,8 @@ class Codec {
   [[nodiscard]] virtual std::string name() const = 0;
   // Short human form for `inspect`: "zstd(level=3)", "blosc(lz4, shuffle, clevel=5)".
   [[nodiscard]] virtual std::string describe() const { return name(); }
+  // The GPU decoder of this codec's bytes, if there is one.
+  [[nodiscard]] virtual GpuDecoder gpu_decoder() const { return GpuDecoder::kNone; }
 };
 
 class ArrayToArrayCodec : public Codec {

@@ -49,6 +49,10 @@ class Crc32cCodec final : public BytesToBytesCodec {
   [[nodiscard]] std::string describe() const override {
     return at_start_ ? "crc32c(location=start)" : "crc32c";
   }
+  // A trailing checksum only: the GPU path has no place for one in front.
+  [[nodiscard]] GpuDecoder gpu_decoder() const override {
+    return at_start_ ? GpuDecoder::kNone : GpuDecoder::kCrc32cTrailer;
+  }
   [[nodiscard]] std::optional<std::int64_t> encoded_size(std::int64_t decoded) const override {
     return decoded + 4;
   }

@@ -50,6 +50,9 @@ class DeflateCodec final : public BytesToBytesCodec {
   [[nodiscard]] std::string name() const override {
     return wrapper_ == DeflateWrapper::kGzip ? "gzip" : "zlib";
   }
+  [[nodiscard]] GpuDecoder gpu_decoder() const override {
+    return wrapper_ == DeflateWrapper::kGzip ? GpuDecoder::kGzip : GpuDecoder::kZlib;
+  }
   [[nodiscard]] std::string describe() const override {
     return name() + "(level=" + std::to_string(level_) + ")";
   }

@@ -46,6 +46,62 @@ TEST(GpuFraming, AnalyzeChain) {
   EXPECT_FALSE(sharded.gpu);
 }
 
+// The codecs with a GPU decoder declare it; which decoder takes a chain follows from that.
+TEST(GpuFraming, CodecsDeclareTheirGpuDecoders) {
+  const std::vector<std::pair<std::string, GpuDecoder>> declared = {
+      {R"({"name":"zstd"})", GpuDecoder::kZstd},
+      {R"({"name":"gzip"})", GpuDecoder::kGzip},
+      {R"({"name":"numcodecs.zlib","configuration":{"level":1}})", GpuDecoder::kZlib},
+      {R"({"name":"numcodecs.lz4","configuration":{"acceleration":1}})", GpuDecoder::kLz4Block},
+      {R"({"name":"blosc","configuration":{"cname":"lz4","clevel":5,"shuffle":"shuffle",
+          "typesize":4,"blocksize":0}})",
+       GpuDecoder::kBlosc},
+      {R"({"name":"crc32c"})", GpuDecoder::kCrc32cTrailer},
+      {R"({"name":"numcodecs.bz2","configuration":{"level":1}})", GpuDecoder::kNone}};
+  for (const auto& [codec, decoder] : declared) {
+    const std::string json =
+        R"([{"name":"bytes","configuration":{"endian":"little"}},)" + codec + "]";
+    const CodecChain c = chain(json.c_str());
+    EXPECT_EQ(c.array_to_bytes().gpu_decoder(), GpuDecoder::kElements);
+    EXPECT_EQ(c.bytes_to_bytes()[0]->gpu_decoder(), decoder) << codec;
+  }
+}
+
+// A codec's name decides nothing: a codec that declares a decoder gets it, one that declares
+// none (a Python codec registered under a built-in's name) decodes on the host.
+class DeclaredCodec final : public BytesToBytesCodec {
+ public:
+  DeclaredCodec(std::string name, GpuDecoder decoder) : name_(std::move(name)), decoder_(decoder) {}
+  [[nodiscard]] std::string name() const override { return name_; }
+  [[nodiscard]] GpuDecoder gpu_decoder() const override { return decoder_; }
+  Result<ConstByteSpan> decode(ConstByteSpan in, std::optional<std::size_t>,
+                               Buffer&) const override {
+    return in;
+  }
+
+ private:
+  std::string name_;
+  GpuDecoder decoder_;
+};
+
+TEST(GpuFraming, TheDeclaredDecoderNotTheNameDecides) {
+  const CodecChain bytes = chain(R"([{"name":"bytes","configuration":{"endian":"little"}}])");
+  const auto with = [&](std::string name, GpuDecoder decoder) {
+    std::vector<std::shared_ptr<const Codec>> codecs = {
+        std::shared_ptr<const Codec>(&bytes.array_to_bytes(), [](const Codec*) {}),
+        std::make_shared<DeclaredCodec>(std::move(name), decoder)};
+    auto c = CodecChain::from_codecs(std::move(codecs), bytes.spec());
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return analyze_chain(*c);
+  };
+  const ChainProgram mystery = with("mystery", GpuDecoder::kZstd);
+  EXPECT_TRUE(mystery.gpu);
+  EXPECT_EQ(mystery.codec, GpuCodec::kZstd);
+  const ChainProgram named_zstd = with("zstd", GpuDecoder::kNone);
+  EXPECT_FALSE(named_zstd.gpu);
+  EXPECT_EQ(named_zstd.reason, "codec 'zstd' has no GPU decoder");
+}
+
 // Codecs without a GPU decoder (numcodecs bz2, zarr-python's numcodecs filters, which decode as
 // bytes→bytes codecs after `bytes`) go to the host, and the reason names them.
 TEST(GpuFraming, HostCodecsSayWhich) {

@@ -28,6 +28,7 @@ class Lz4Codec final : public BytesToBytesCodec {
   explicit Lz4Codec(int acceleration) : acceleration_(acceleration) {}
 
   [[nodiscard]] std::string name() const override { return "lz4"; }
+  [[nodiscard]] GpuDecoder gpu_decoder() const override { return GpuDecoder::kLz4Block; }
   [[nodiscard]] std::string describe() const override {
     return "lz4(acceleration=" + std::to_string(acceleration_) + ")";
   }

@@ -89,6 +89,7 @@ class ZstdCodec final : public BytesToBytesCodec {
   ZstdCodec(int level, bool checksum) : level_(level), checksum_(checksum) {}
 
   [[nodiscard]] std::string name() const override { return "zstd"; }
+  [[nodiscard]] GpuDecoder gpu_decoder() const override { return GpuDecoder::kZstd; }
   [[nodiscard]] std::string describe() const override {
     return "zstd(level=" + std::to_string(level_) + (checksum_ ? ", checksum)" : ")");
   }

@@ -77,6 +77,29 @@ Result<Payload> lz4_payload(ConstByteSpan in, std::uint64_t decoded_size) {
   return Payload{4, in.size() - 4};
 }
 
+// What a chain's one bytes→bytes codec before any trailer becomes on the GPU; false when the
+// codec declares no GPU decoder.
+bool set_codec(GpuDecoder decoder, ChainProgram& p) {
+  switch (decoder) {
+    case GpuDecoder::kZstd:
+      p.codec = GpuCodec::kZstd;
+      return true;
+    case GpuDecoder::kGzip:
+    case GpuDecoder::kZlib:
+      p.codec = GpuCodec::kDeflate;
+      p.gzip = decoder == GpuDecoder::kGzip;
+      return true;
+    case GpuDecoder::kLz4Block:
+      p.codec = GpuCodec::kLz4;
+      return true;
+    case GpuDecoder::kBlosc:
+      p.codec = GpuCodec::kBlosc;
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 const char* gpu_codec_name(GpuCodec c) {
@@ -98,17 +121,16 @@ const char* gpu_codec_name(GpuCodec c) {
 ChainProgram analyze_chain(const CodecChain& chain) {
   ChainProgram p;
   const ArrayToBytesCodec& a2b = chain.array_to_bytes();
-  if (a2b.name() != "bytes") {
-    p.reason = a2b.name() == "sharding_indexed"
-                   ? a2b.name() + " inside a chunk"
-                   : "codec '" + a2b.describe() + "' has no GPU decoder";
+  if (a2b.gpu_decoder() != GpuDecoder::kElements) {
+    p.reason = a2b.supports_partial_read() ? a2b.name() + " inside a chunk"
+                                           : "codec '" + a2b.describe() + "' has no GPU decoder";
     return p;
   }
   const ChunkSpec& spec = chain.array_to_bytes_spec();
   p.swap_unit = a2b.is_native_layout(spec) ? 1 : spec.dtype.swap_unit();
   const auto& b2b = chain.bytes_to_bytes();
   std::size_t n = b2b.size();
-  if (n > 0 && b2b[n - 1]->describe() == "crc32c") {  // a v3 crc32c trailer (not location=start)
+  if (n > 0 && b2b[n - 1]->gpu_decoder() == GpuDecoder::kCrc32cTrailer) {
     p.crc32c = true;
     --n;
   }
@@ -116,21 +138,9 @@ ChainProgram analyze_chain(const CodecChain& chain) {
     p.reason = "codec chain " + chain.describe();
     return p;
   }
-  if (n == 1) {
-    const std::string name = b2b[0]->name();
-    if (name == "zstd") {
-      p.codec = GpuCodec::kZstd;
-    } else if (name == "gzip" || name == "zlib") {
-      p.codec = GpuCodec::kDeflate;
-      p.gzip = name == "gzip";
-    } else if (name == "lz4") {
-      p.codec = GpuCodec::kLz4;
-    } else if (name == "blosc") {
-      p.codec = GpuCodec::kBlosc;
-    } else {
-      p.reason = "codec '" + b2b[0]->describe() + "' has no GPU decoder";
-      return p;
-    }
+  if (n == 1 && !set_codec(b2b[0]->gpu_decoder(), p)) {
+    p.reason = "codec '" + b2b[0]->describe() + "' has no GPU decoder";
+    return p;
   }
   p.gpu = true;
   return p;

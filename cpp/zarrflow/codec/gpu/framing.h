@@ -29,9 +29,10 @@ struct ChainProgram {
   std::uint32_t swap_unit = 1;  // bytes codec: > 1 for big-endian data
 };
 
-// Decides, once per chain, whether its chunks can decode on the GPU: zero or more transposes,
-// `bytes` (either endian), at most one of zstd / gzip / zlib / lz4 (numcodecs) / blosc, and
-// optionally crc32c last.
+// Decides, once per chain, whether its chunks can decode on the GPU, from the decoders its codecs
+// declare (Codec::gpu_decoder): array→array views, an array→bytes codec whose bytes are the
+// elements (`bytes`, either endian), at most one bytes→bytes codec with a GPU decoder (zstd, gzip,
+// zlib, numcodecs LZ4, Blosc), and optionally a trailing checksum (crc32c) last.
 ChainProgram analyze_chain(const CodecChain& chain);
 
 struct Payload {
