@@ -87,7 +87,7 @@ def test_batches_equal_direct_reads(store):
             np.testing.assert_array_equal(batch["y"][b], expected(store, VARS, t + 1))
     st = ld.stats()
     assert st["batches"] == len(batches) and st["samples"] == NT - 1
-    assert st["missing"] == 0  # host reads do not report; the GPU reader counts (GPU tests)
+    assert st["missing"] == 2  # u@850's missing chunk, read as x of one sample and y of another
 
 
 def test_timeline_says_who_made_each_batch_and_how_long_the_consumer_waited(store):
@@ -151,6 +151,31 @@ def test_nans_are_counted(store):
     list(ld)
     # time 3 of u@850 is missing in its first half → NaN fill: counted in x (t=3) and y (t=2).
     assert ld.stats()["nans"] == 2 * 4 * NLON
+
+
+def test_missing_error_policy_on_the_host(store):
+    ld = zarrflow.Loader(store, ["u@850"], batch_size=4, device="cpu", output="numpy",
+                         shuffle=False, missing="error")
+    with pytest.raises(zarrflow.MissingChunkError, match="not stored"):
+        list(ld)
+
+
+def test_host_batches_count_chunks_as_gpu_batches_do(store):
+    ld = zarrflow.Loader(store, ["u@850"], batch_size=4, device="cpu", output="numpy",
+                         shuffle=False)
+    list(ld)
+    st = ld.stats()
+    # Two chunks per field (u's chunks hold 4 of 8 rows), two fields per sample (x, y); time 3's
+    # first chunk is missing, read as x of one sample and y of another (test_nans_are_counted).
+    assert st["chunks"] == 2 * 2 * st["samples"]
+    assert st["missing"] == 2
+    assert st["cpu_decoded"] == st["chunks"] - st["missing"] and st["gpu_decoded"] == 0
+    stored = 0
+    for t in (t for batch in ld.batches() for s in batch for t in (s, s + 1)):
+        for half in (0, 1):
+            chunk = store / "u" / "c" / str(t) / "1" / str(half) / "0"
+            stored += chunk.stat().st_size if chunk.exists() else 0
+    assert st["stored_bytes"] == stored
 
 
 def test_time_range_splits_without_leakage(store):
@@ -484,7 +509,8 @@ def test_read_batch_rejects_bad_request_tables(store):
     ld = zarrflow.Loader(store, VARS, batch_size=2, device="cpu", output="numpy", shuffle=False)
     arrays, table = ld._requests(*ld.spec.locate(ld.batches()[0]), 2)
     target = _core.empty_tensor([2, 2, len(VARS), NLAT, NLON], "float32", "cpu", 0)
-    _core.read_batch(arrays, table, target)  # as the loader calls it
+    report = _core.read_batch(arrays, table, target)  # as the loader calls it
+    assert report["chunks"] > 0 and report["cpu_decoded"] == report["chunks"] - report["missing"]
     with pytest.raises(zarrflow.ZarrflowError, match="3 \\+ 4 x D columns"):
         _core.read_batch(arrays, np.ascontiguousarray(table[:, :-1]), target)
     bad = table.copy()

@@ -273,7 +273,7 @@ def test_batch_memory_is_not_reused_before_the_consumer_stream_is_done(store):
     from zarrflow import _core
 
     shape = [8, 1 << 20]  # 32 MB float32
-    t = _core.empty_tensor(shape, "float32", "cuda", 0)
+    t = _core.empty_tensor(shape, "float32", "cuda", 0, reader=zarrflow._gpu.reader())
     x = torch.from_dlpack(t)
     x.fill_(1.5)
     ptr = x.data_ptr()
@@ -289,8 +289,9 @@ def test_batch_memory_is_not_reused_before_the_consumer_stream_is_done(store):
     torch.cuda._sleep(2_000_000_000)
     y = x * 2  # reads x after the sleep
     del x, t
-    assert _core.pool_stats()["device_pending_releases"] >= 1
-    others = [_core.empty_tensor(shape, "float32", "cuda", 0) for _ in range(3)]
+    reader = zarrflow._gpu.reader()
+    assert reader.pool_stats()["device_pending_releases"] >= 1
+    others = [_core.empty_tensor(shape, "float32", "cuda", 0, reader=reader) for _ in range(3)]
     assert all(o.data_ptr != ptr for o in others)  # not handed out while y's kernel is queued
     with torch.cuda.stream(side):  # runs beside the sleep: would corrupt x if it were x's memory
         for o in others:
@@ -298,7 +299,7 @@ def test_batch_memory_is_not_reused_before_the_consumer_stream_is_done(store):
     torch.cuda.synchronize()
     assert torch.all(y == 3.0)
     del others
-    assert _core.pool_stats()["device_pending_releases"] == 0  # released once the streams passed
+    assert reader.pool_stats()["device_pending_releases"] == 0  # released once the streams passed
 
 
 def test_pool_keeps_the_working_set_and_trims_on_request(store):
@@ -540,10 +541,11 @@ def test_the_default_third_worker_goes_first_and_silently(store, memory_limit):
 
 def test_a_read_past_the_limit_is_out_of_memory(memory_limit):
     memory_limit(64 * 2**20)
+    reader = zarrflow._gpu.reader()
     with pytest.raises(zarrflow.ZarrflowError, match=r"out of memory under zarrflow's GPU memory "
                                                      r"limit.*set_gpu_memory_limit"):
-        zarrflow._core.empty_tensor([128, 2**20], "uint8", "cuda", 0)
-    t = zarrflow._core.empty_tensor([32, 2**20], "uint8", "cuda", 0)  # within it
+        zarrflow._core.empty_tensor([128, 2**20], "uint8", "cuda", 0, reader=reader)
+    t = zarrflow._core.empty_tensor([32, 2**20], "uint8", "cuda", 0, reader=reader)  # within it
     del t
 
 
@@ -553,7 +555,8 @@ def test_a_batch_at_the_limit_waits_for_memory_given_back(memory_limit):
     import threading
 
     memory_limit(96 * 2**20)
-    held = [zarrflow._core.empty_tensor([64, 2**20], "uint8", "cuda", 0)]
+    reader = zarrflow._gpu.reader()
+    held = [zarrflow._core.empty_tensor([64, 2**20], "uint8", "cuda", 0, reader=reader)]
     given_back = threading.Event()
 
     def give_back():  # another reader's piece, done a moment later
@@ -561,7 +564,7 @@ def test_a_batch_at_the_limit_waits_for_memory_given_back(memory_limit):
         held.clear()
 
     threading.Timer(0.3, give_back).start()
-    t = zarrflow._core.empty_tensor([64, 2**20], "uint8", "cuda", 0)
+    t = zarrflow._core.empty_tensor([64, 2**20], "uint8", "cuda", 0, reader=reader)
     assert given_back.is_set()  # allocated once the memory came back, not before
     del t
 

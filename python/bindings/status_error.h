@@ -1,5 +1,5 @@
 // Carrying a failed Status across the C++/Python boundary: binding code throws StatusError, and
-// the module's exception translator (module.cc) raises the zarrflow.errors class of its code.
+// the exception translator (errors.cc) raises the zarrflow.errors class of its code.
 #pragma once
 
 #include <exception>

@@ -1,5 +1,5 @@
 // Variable-length elements (text, bytes, numcodecs arrays) handed to Python: zarr/vlen_read.h
-// reads them (module.cc calls it without the GIL), these functions turn the result into Python
+// reads them (array.cc calls it without the GIL), these functions turn the result into Python
 // objects, and python/zarrflow/_dtypes.py makes the NumPy array.
 #pragma once
 

@@ -621,7 +621,8 @@ class Array(_Node):  # numpydoc ignore=PR01
             return self._h.read_host_tensor(sel.start, sel.count, sel.step, self._executor)
         _gpu.configure()
         tensor, report = self._h.read_device_tensor(sel.start, sel.count, sel.step, index, stream,
-                                                    gpu_decode, io, self._executor)
+                                                    gpu_decode, io, self._executor,
+                                                    _gpu.reader())
         self.last_read_report = report
         _gpu.say_once(report["notes"])
         return tensor

@@ -19,6 +19,24 @@ from . import _core
 _lock = threading.Lock()
 _configured = False
 _said: set[str] = set()
+_reader = None
+
+
+def reader():
+    """The process's GPU reader (``_core.GpuReader``), made on first use.
+
+    It owns zarrflow's pinned and device memory pools, which carry the GPU memory limit: every
+    Array read and Loader of the process reads through this one, so that the limit covers all of
+    them. Each holds it while it reads; memory it lent out (batches, cache entries) keeps it alive.
+    None when zarrflow was built without CUDA.
+    """
+    global _reader
+    if not hasattr(_core, "GpuReader"):
+        return None
+    with _lock:
+        if _reader is None:
+            _reader = _core.GpuReader()
+        return _reader
 
 
 def _nvcomp_candidates() -> list[str]:
@@ -119,9 +137,8 @@ def memory_stats() -> dict:
         (``*_allocations``) and frees (``*_frees``) the pools made (a steady loader makes none
         after its first batches). Empty when zarrflow was built without CUDA.
     """
-    if not hasattr(_core, "pool_stats"):
-        return {}
-    return dict(_core.pool_stats())
+    r = reader()
+    return {} if r is None else dict(r.pool_stats())
 
 
 def release_memory() -> int:
@@ -136,9 +153,8 @@ def release_memory() -> int:
     int
         The bytes freed.
     """
-    if not hasattr(_core, "pool_trim"):
-        return 0
-    return int(_core.pool_trim())
+    r = reader()
+    return 0 if r is None else int(r.trim())
 
 
 # zarrflow's GPU memory (batches in flight, read pieces, chunk caches, idle buffers kept for reuse)
@@ -210,7 +226,7 @@ def set_gpu_memory_limit(limit, device: int = 0) -> int:
         raise UnsupportedError(f"no GPU memory to limit: {cuda_status()}")
     _free, total = _core.device_memory(device)
     nbytes = _parse_limit(limit, total)
-    _core.pool_set_limit(nbytes)
+    reader().set_limit(nbytes)
     _limit_chosen = True
     return nbytes
 

@@ -11,6 +11,7 @@
 // Spec: https://zarr-specs.readthedocs.io/en/latest/v3/core/index.html#chunk-encoding
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,6 +37,23 @@ struct ChunkSpec {
   [[nodiscard]] std::int64_t nbytes() const { return num_elements() * dtype.size; }
 };
 
+// What a read did, counted as it goes (thread-safe): leaf chunks (an inner chunk of a shard
+// counts one), those filled because they are not stored (a missing shard counts one), and the
+// stored bytes of the rest.
+struct ReadCounters {
+  std::atomic<std::int64_t> chunks{0}, missing{0};
+  std::atomic<std::uint64_t> stored_bytes{0};
+
+  void count_stored(std::uint64_t bytes) {
+    ++chunks;
+    stored_bytes += bytes;
+  }
+  void count_missing() {
+    ++chunks;
+    ++missing;
+  }
+};
+
 // Per-read resources handed down the chain. All pointers may be null (serial, plain malloc).
 class ShardIndexes;
 
@@ -44,6 +62,7 @@ struct DecodeContext {
   BufferPool* buffers = nullptr;
   CoalesceOptions coalesce;
   ShardIndexes* shard_indexes = nullptr;  // optional: shard indexes kept across reads
+  ReadCounters* counters = nullptr;       // optional: what the read did
 
   [[nodiscard]] Buffer acquire(std::size_t n) const {
     return buffers ? buffers->acquire(n) : Buffer(n);

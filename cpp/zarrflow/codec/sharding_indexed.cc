@@ -71,9 +71,12 @@ class ShardingCodec final : public ArrayToBytesCodec {
       const StridedView view = block_view(dest, blk);
       ZF_ASSIGN_OR_RETURN(auto entry, lookup(index, blk.chunk, encoded.size()));
       if (!entry) {
+        if (ctx.counters != nullptr) ctx.counters->count_missing();
         fill_strided(view, spec.fill_value.data(), spec.dtype.size);
         return {};
       }
+      if (ctx.counters != nullptr && !inner_.supports_partial_read())  // nested shards count theirs
+        ctx.counters->count_stored(entry->length);
       return inner_
           .decode_into(encoded.subspan(entry->offset, entry->length), blk.in_chunk, view, ctx)
           .annotate("inner chunk " + format_coords(blk.chunk));
@@ -105,6 +108,7 @@ class ShardingCodec final : public ArrayToBytesCodec {
     std::vector<StridedView> fills;
     ZF_RETURN_IF_ERROR(plan_partial_read(reader, spec, sel, dest, ctx, items, fills, found));
     for (const auto& f : fills) fill_strided(f, spec.fill_value.data(), spec.dtype.size);
+    count_leaves(ctx.counters, items, fills.size());
     std::sort(items.begin(), items.end(),
               [](const LeafRead& a, const LeafRead& b) { return a.range.offset < b.range.offset; });
     return read_leaves(
@@ -119,6 +123,14 @@ class ShardingCodec final : public ArrayToBytesCodec {
   }
 
  private:
+  void count_leaves(ReadCounters* counters, const std::vector<LeafRead>& reads,
+                    std::size_t fills) const {
+    if (counters == nullptr) return;
+    for (std::size_t i = 0; i < fills; ++i) counters->count_missing();
+    if (inner_.supports_partial_read()) return;  // nested shards count their own leaves
+    for (const auto& r : reads) counters->count_stored(r.range.length);
+  }
+
   // The shard's index and size, from the cache in `ctx` when it has them. The index and the
   // size (for validating entries) come in one request where the index is at the end: a suffix
   // read (on object stores a separate size query is a round trip).

@@ -6,7 +6,7 @@
 //   array 'era5/t2m': chunk 'c/12/0/3': zstd: frame truncated
 // The only exceptions are those of the standard library (std::bad_alloc from an allocation);
 // run_guarded() turns them into a Status where no exception may pass (pool threads, chunk reads).
-// The Python binding maps codes 1:1 to exception types (see python/bindings/module.cc).
+// The Python binding maps codes 1:1 to exception types (see python/bindings/errors.cc).
 // Thread-safety: values; no shared state.
 #pragma once
 

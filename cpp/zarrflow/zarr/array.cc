@@ -142,6 +142,7 @@ Status Array::read(const Selection& region, const StridedView& dest,
     ThreadPool* pool = store_->io_pool() != nullptr ? store_->io_pool() : options.pool;
     DecodeContext ctx{pool, options.buffers, store_->coalescing()};
     ctx.shard_indexes = options.shard_indexes;
+    ctx.counters = options.counters;
     return parallel_for(pool, blocks.size(), [&](std::size_t i) -> Status {
       return read_chunk(blocks[i], block_view(dest, blocks[i]), ctx);
     });
@@ -183,8 +184,14 @@ Status Array::read_chunk_unguarded(const ChunkBlock& block, const StridedView& v
   };
   const auto& spec = chain_.spec();
   auto fill = [&] {
+    if (ctx.counters != nullptr) ctx.counters->count_missing();
     fill_strided(view, spec.fill_value.data(), spec.dtype.size);
     return Status();
+  };
+  // Shards count their inner chunks as they decode them (the sharding codec); other chunks here.
+  auto stored = [&](std::uint64_t bytes) {
+    if (ctx.counters != nullptr && !chain_.supports_partial_read())
+      ctx.counters->count_stored(bytes);
   };
   // A shard read in part: its index first, then only the inner chunks needed. A shard read
   // whole is one request for the whole value (decoded below): on object stores the index
@@ -201,11 +208,14 @@ Status Array::read_chunk_unguarded(const ChunkBlock& block, const StridedView& v
     auto found =
         store_->read_exact(key, ByteSpan(view.data, static_cast<std::size_t>(spec.nbytes())));
     if (!found.ok()) return annotate(std::move(found).take_status());
-    return *found ? Status() : fill();
+    if (!*found) return fill();
+    stored(static_cast<std::uint64_t>(spec.nbytes()));
+    return {};
   }
   auto value = store_->get(key, max_stored_bytes_);
   if (!value.ok()) return annotate(std::move(value).take_status());
   if (!*value) return fill();
+  stored((*value)->size());
   Status s = chain_.decode_into((*value)->span(), block.in_chunk, view, ctx);
   return s.ok() ? s : annotate(std::move(s));
 }

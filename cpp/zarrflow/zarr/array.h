@@ -44,6 +44,7 @@ struct ReadOptions {
   ThreadPool* pool = nullptr;     // chunk-parallel decode; null = the calling thread only
   BufferPool* buffers = nullptr;  // scratch for decompression; null = plain allocations
   ShardIndexes* shard_indexes = nullptr;  // optional: shard indexes kept across reads
+  ReadCounters* counters = nullptr;       // optional: chunks, missing ones, stored bytes read
 };
 
 // What is stored for an array (for `inspect`).

@@ -183,11 +183,6 @@ class Loader:
         self.on_gpu = kind == "cuda"
         self.device = f"cuda:{self.device_id}" if self.on_gpu else "cpu"
         self.output = options.resolve_output(self.on_gpu)
-        if options.missing == "error" and not self.on_gpu:
-            # The host reader fills missing chunks without counting them (read_batch reports
-            # only NaNs for host batches), so the check cannot be kept there.
-            raise LoaderError("missing='error' needs a GPU loader: CPU batches fill chunks that "
-                              "are not stored with the fill value")
         self.dtype, self.missing = options.dtype, options.missing
         self.gpu_decode = options.gpu_decode
         self.prefetch, self.progress = options.prefetch, options.progress
@@ -230,8 +225,12 @@ class Loader:
                                  if options.decode_threads else None)
         # Compressed chunks kept on the GPU (later epochs skip storage and PCIe) and in pinned host
         # memory (they skip storage and host checks).
-        self.cache = _core.ChunkCache(int(cache_gb * 1e9)) if cache_gb > 0 and self.on_gpu else None
-        self.host_cache = (_core.ChunkCache(int(host_cache_gb * 1e9))
+        # GPU batches are read by the process's GPU reader (its pools carry the memory limit);
+        # the loader holds it while it reads.
+        self._reader = _gpu.reader() if self.on_gpu else None
+        self.cache = (_core.ChunkCache(int(cache_gb * 1e9), self._reader)
+                      if cache_gb > 0 and self.on_gpu else None)
+        self.host_cache = (_core.ChunkCache(int(host_cache_gb * 1e9), self._reader)
                            if host_cache_gb > 0 and self.on_gpu else None)
         # Shard indexes, read once per shard rather than once per batch (see the docstring).
         self.shard_indexes = _core.ShardIndexCache(SHARD_INDEX_BUDGET)
@@ -512,13 +511,15 @@ class Loader:
         times, origins = self.spec.locate(samples)
         arrays, table = self._requests(times, origins, steps)
         try:
-            raw = _core.empty_tensor(shape, self.dtype if fused else "float32", dev, self.device_id)
+            raw = _core.empty_tensor(shape, self.dtype if fused else "float32", dev,
+                                     self.device_id, reader=self._reader)
             report = _core.read_batch(arrays, table, raw, stream, self.gpu_decode,
                                       "auto", self._executor, self.cache, self.host_cache,
                                       self._decode_executor, share,
                                       self._row_norms(len(table)) if fused else None,
                                       shard_indexes=self.shard_indexes,
-                                      decode=self._decoding if fused else None)
+                                      decode=self._decoding if fused else None,
+                                      reader=self._reader)
         except StoreIOError as e:
             if not self.on_gpu or "out of memory" not in str(e):
                 raise

@@ -1,0 +1,29 @@
+// A batch read into host memory (read_batch with a CPU target): every request read by the
+// thread pool (a remote store's requests on its I/O pool), through its element transform when
+// the batch is normalised, counted as the GPU reader counts (gpu/device_reader.h).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "zarrflow/pipeline/transform.h"
+#include "zarrflow/zarr/array.h"
+
+namespace zarrflow {
+
+struct HostBatchReport {
+  std::int64_t chunks = 0;       // leaf chunks read (inner chunks of shards count one each)
+  std::int64_t missing = 0;      // filled with the fill value
+  std::int64_t cpu_decoded = 0;  // decoded by the host threads: every chunk that is stored
+  std::uint64_t stored_bytes = 0;
+  std::uint64_t nans = 0;  // NaN elements written by requests with an ElementTransform
+};
+
+// Reads `requests` (host destinations); `transforms` is empty or one per request. Each
+// transformed request is read into a scratch block of the array's type (in the reading thread's
+// cache) and transformed from there into its destination.
+Status read_batch_on_host(std::span<const ReadRequest> requests,
+                          std::span<const ElementTransform> transforms, ReadOptions options,
+                          HostBatchReport* report);
+
+}  // namespace zarrflow
