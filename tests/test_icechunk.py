@@ -195,6 +195,48 @@ def test_repository_over_plain_http_with_virtual_chunks_from_http(repo) -> None:
             g["virt"][...]
 
 
+def test_manifests_are_fetched_when_their_chunks_are_read_not_at_open(repo) -> None:
+    """Opening a repository, its group and an array's metadata fetches the ref and the snapshot
+    and no manifest; a chunk read fetches only the manifest covering it (the split array has
+    one manifest per two rows), and each manifest once. Counted from the server's log."""
+    from servers.range_server import RangeServer
+
+    def manifests(srv) -> list[str]:
+        return [r.path for r in srv.requests if "/manifests/" in r.path]
+
+    with RangeServer(repo["root"]) as srv:
+        a = zarrflow.open(f"{srv.url}/repo", ref="main")["split"]
+        assert a.shape == (8, 256)
+        assert any("/snapshots/" in r.path for r in srv.requests)
+        assert manifests(srv) == []
+        a[0]
+        assert len(manifests(srv)) == 1
+        a[1]  # rows 0-1: the same manifest, already read
+        assert len(manifests(srv)) == 1
+        a[2:4]  # rows 2-3: the next one
+        assert len(manifests(srv)) == 2
+        assert len(set(manifests(srv))) == 2
+
+
+def test_metadata_file_sizes_are_capped_by_open_limits(repo) -> None:
+    """limits={"max_metadata_bytes": ...} bounds the snapshot and config.yaml,
+    {"max_manifest_bytes": ...} each manifest; the error names the file and the limit."""
+    path = repo["path"]
+    with pytest.raises(errors.CorruptChunkError, match="max_metadata_bytes") as e:
+        zarrflow.open(path, limits={"max_metadata_bytes": 200})
+    assert "snapshots/" in str(e.value)
+    with pytest.raises(errors.CorruptChunkError, match="max_metadata_bytes") as e:
+        _open(repo, limits={"max_metadata_bytes": 64})  # config.yaml, read for the containers
+    assert "config.yaml" in str(e.value)
+    g = zarrflow.open(path, limits={"max_manifest_bytes": 64})
+    assert g["zstd"].shape == (64, 300)  # metadata comes from the snapshot: no manifest read
+    with pytest.raises(errors.CorruptChunkError, match="max_manifest_bytes") as e:
+        g["zstd"][...]
+    assert "manifests/" in str(e.value)
+    ample = zarrflow.open(path, limits={"max_manifest_bytes": 1 << 20, "max_metadata_bytes": 1 << 20})
+    assert ample["zstd"][...].tobytes() == _open(repo)["zstd"][...].tobytes()
+
+
 # ------------------------------------------------------------------------------------------
 # bad input: one test each
 # ------------------------------------------------------------------------------------------
