@@ -147,6 +147,19 @@ def test_repository_on_s3_reads_as_local(repo, s3_repo) -> None:
     assert (found["zstd"][0:16] == -1).all()
 
 
+def test_repository_served_by_the_s3_files_server(repo) -> None:
+    """The read-only S3 endpoint the benchmark uses (tests/servers/s3_files_server.py) serves a
+    repository's directory as written: zarrflow reads it as it reads the local copy."""
+    from servers.s3_files_server import S3FilesServer
+
+    with S3FilesServer(repo["root"]) as srv:  # bucket "repo" is the repository's directory
+        opts = dict(endpoint_url=srv.endpoint, key="any", secret="any")
+        remote = zarrflow.open("s3://repo", storage_options=opts)
+        local = _open(repo)
+        for name in ("zstd", "blosc", "sharded", "coord", "split"):
+            assert remote[name][...].tobytes() == local[name][...].tobytes(), name
+
+
 def test_virtual_chunks_from_s3_and_missing_credentials(repo, s3_repo, tmp_path,
                                                         monkeypatch) -> None:
     for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
