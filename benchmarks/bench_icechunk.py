@@ -52,7 +52,8 @@ from typing import Any, Callable
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-os.environ["RUST_LOG"] = os.environ.get("RUST_LOG") or "error"  # icechunk's warnings
+for _name in ("ICECHUNK_LOG", "RUST_LOG"):  # icechunk warns about local storage on every open
+    os.environ[_name] = os.environ.get(_name) or "error"
 
 LAT, LON = 721, 1440
 BUCKET, READ_REPO, OPEN_REPO = "bench", "read", "open"

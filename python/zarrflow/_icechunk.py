@@ -57,7 +57,7 @@ def _yaml_containers(text: bytes) -> dict[str, dict[str, Any]]:
         raise UnsupportedError("reading a spec-1 Icechunk configuration needs PyYAML: "
                                "pip install pyyaml") from None
 
-    class Loader(yaml.SafeLoader):
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser when built
         pass
 
     def tagged(loader: Any, suffix: str, node: Any) -> dict:

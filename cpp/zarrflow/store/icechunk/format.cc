@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <memory>
+#include <new>
 #include <optional>
 
 #include "zarrflow/store/icechunk/manifest_generated.h"
@@ -178,10 +179,21 @@ Result<Buffer> payload(ConstByteSpan bytes, const FileHeader& header, std::strin
   // regenerates at most 128 KiB), so the payload goes straight into one buffer of that size.
   const std::optional<std::uint64_t> bound =
       declared != ZSTD_CONTENTSIZE_UNKNOWN ? std::optional(declared) : frame_size_bound(frame);
-  if (!bound || *bound > cap.bytes)
-    return decompress_growing(dctx.get(), frame, bound.value_or(frame.size() * 4), what, cap);
+  if (!bound || *bound > cap.bytes) {
+    try {
+      return decompress_growing(dctx.get(), frame, bound.value_or(frame.size() * 4), what, cap);
+    } catch (const std::bad_alloc&) {
+      return resource_exhausted(w + ": no memory to decompress its payload");
+    }
+  }
   const auto n_alloc = static_cast<std::size_t>(std::max<std::uint64_t>(*bound, 1));
-  Buffer out = *bound >= kLargePayload ? Buffer::huge_page_aligned(n_alloc) : Buffer(n_alloc);
+  Buffer out;
+  try {
+    out = *bound >= kLargePayload ? Buffer::huge_page_aligned(n_alloc) : Buffer(n_alloc);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(w + ": no memory for its " + std::to_string(n_alloc) +
+                              "-byte payload");
+  }
   const std::size_t n =
       ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), frame.data(), frame.size());
   if (ZSTD_isError(n)) return corrupt_data(w + ": zstd: " + ZSTD_getErrorName(n));
