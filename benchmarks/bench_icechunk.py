@@ -29,8 +29,9 @@ What it does, in one process:
      round), and the median is reported. Local reads come from the page cache (the repository
      was just written or read).
   3. opens the 1M-chunk repository and reads its first chunk (refs -> snapshot -> manifest ->
-     chunk), --repeat times in this process, the first one reported separately (nothing of the
-     repository cached yet), with the process CPU time of each.
+     chunk), max(2 * --repeat + 1, 7) times in this process, the first one reported separately
+     (nothing of the repository cached in the process yet, its files in the page cache), with
+     the process CPU time of each.
 
 Progress goes to stderr; results to <out>/bench_icechunk.json, .md and .png (the plot when
 matplotlib is importable; --render draws it elsewhere from the JSON).
@@ -276,8 +277,8 @@ def run_reads(readers: Readers, places: list[str], gpu: bool, repeat: int, nbyte
 def measure_open(repo: Path, prefix: str, repeat: int) -> dict:
     import zarrflow
 
-    walls, cpus, loaded = [], [], []
-    for _ in range(max(repeat, 3)):
+    walls, cpus = [], []
+    for _ in range(max(2 * repeat + 1, 7)):
         c0, t0 = time.process_time(), time.perf_counter()
         g = zarrflow.open(repo, virtual_chunk_containers=[prefix])
         value = g["a"][0]
