@@ -9,7 +9,7 @@ repository to the first chunk of a 1M-chunk array.
 What it does, in one process:
   1. writes, with whatever `icechunk` is importable (1.x writes spec 1, 2.x spec 2), a repository
      holding one (time, 721, 1440) float32 array "t2m" of zstd (level 3) chunks (1, 721, 1440),
-     --gb decoded (smooth fields plus noise: they compress about 1.1x, like reanalysis data), and
+     --gb decoded (smooth fields plus noise, which zstd compresses about 1.3x), and
      a repository holding a (--chunks-open,) float32 array of that many virtual chunk references
      (4-byte ranges of one local file). Both are kept in --work and reused when they match.
   2. reads "t2m" whole with each reader, from the repository's directory and, with --s3, over

@@ -175,7 +175,7 @@ Result<Buffer> payload(ConstByteSpan bytes, const FileHeader& header, std::strin
   const ConstByteSpan frame = body.first(frame_size);
   std::unique_ptr<ZSTD_DCtx, DctxDeleter> dctx(ZSTD_createDCtx());
   if (!dctx) return internal_error("ZSTD_createDCtx failed");
-  // Icechunk's frames do not record their size; the block headers bound it (each block
+  // icechunk 1.x's frames do not record their size; the block headers bound it (each block
   // regenerates at most 128 KiB), so the payload goes straight into one buffer of that size.
   const std::optional<std::uint64_t> bound =
       declared != ZSTD_CONTENTSIZE_UNKNOWN ? std::optional(declared) : frame_size_bound(frame);

@@ -39,7 +39,8 @@ struct IcechunkLimits {
   // A snapshot, the repo info file or the configuration: stored and decompressed bytes. A
   // snapshot holds every node's zarr.json, so it is sized like metadata (JsonLimits::max_bytes).
   std::uint64_t max_metadata_bytes = std::uint64_t{64} << 20;
-  // One manifest, decompressed: about 15 million native chunk references (~60-80 bytes each).
+  // One manifest, decompressed: 13-16 million chunk references like those of
+  // benchmarks/bench_icechunk.py (virtual references of 67-84 bytes each, spec 2 and spec 1).
   std::uint64_t max_manifest_bytes = std::uint64_t{1} << 30;
 };
 // A spec-1 ref file is one small JSON object ({"snapshot": "<20 characters>"}).
