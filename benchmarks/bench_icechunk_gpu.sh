@@ -39,6 +39,15 @@ EOF
   exit 0
 fi
 
+# pip refuses two wheels of one icechunk version, and scripts/gpu_run.sh installs every .whl-*/.
+others=""
+for w in .whl/icechunk-*.whl .whl-*/icechunk-*.whl; do
+  [ -f "$w" ] && [ "${w#.whl-bench/}" = "$w" ] && others="$others $w"
+done
+if compgen -G ".whl-bench/icechunk-*.whl" >/dev/null && [ -n "$others" ]; then
+  echo "icechunk wheels besides .whl-bench/: $others; carry only one" >&2
+  exit 2
+fi
 OUT="${OUT:-$PWD/gpu_out}"
 export OUT
 mkdir -p "$OUT"
