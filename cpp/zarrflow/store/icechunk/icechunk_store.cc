@@ -26,10 +26,13 @@ constexpr std::uint64_t kMaxLocationBytes = 64 << 10;  // a decompressed virtual
 Result<std::optional<Buffer>> read_file(const Store& storage, const std::string& key, FileType type,
                                         const SizeCap& cap) {
   const std::string what = storage.describe_key(key);
-  auto raw = storage.get(key, stored_size_cap(cap.bytes));
+  const std::uint64_t stored_cap = stored_size_cap(cap.bytes);
+  auto raw = storage.get(key, stored_cap);
   if (!raw.ok())
-    return std::move(raw).take_status().annotate(std::string(file_type_name(type)) + " (the " +
-                                                 std::string(cap.name) + " limit)");
+    return std::move(raw).take_status().annotate(
+        "reading the " + std::string(file_type_name(type)) + " within the " +
+        std::string(cap.name) + " limit (" + std::to_string(cap.bytes) +
+        " bytes decompressed, at most " + std::to_string(stored_cap) + " stored)");
   if (!*raw) return std::optional<Buffer>();
   ZF_ASSIGN_OR_RETURN(FileHeader header, parse_header((*raw)->span(), type, what));
   ZF_ASSIGN_OR_RETURN(Buffer body, payload((*raw)->span(), header, what, cap));
