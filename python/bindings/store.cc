@@ -10,6 +10,7 @@
 #include "zarrflow/store/http_store.h"
 
 namespace nb = nanobind;
+using namespace nb::literals;
 
 namespace zarrflow::py {
 namespace {
@@ -27,11 +28,11 @@ nb::dict http_stats(const HttpStore& s) {
   return d;
 }
 
-nb::object get_value(const Store& s, const std::string& key) {
+nb::object get_value(const Store& s, const std::string& key, std::uint64_t max_size) {
   Result<std::optional<Buffer>> r = std::optional<Buffer>();
   {
     nb::gil_scoped_release release;
-    r = s.get(key);
+    r = s.get(key, max_size);
   }
   auto v = value_or_throw(std::move(r));
   if (!v) return nb::none();
@@ -61,7 +62,9 @@ void reset_remote_stats(const Store& store) {
 }
 
 void bind_stores(nb::module_& m) {
-  nb::class_<Store>(m, "Store").def("describe_key", &Store::describe_key).def("get", &get_value);
+  nb::class_<Store>(m, "Store")
+      .def("describe_key", &Store::describe_key)
+      .def("get", &get_value, "key"_a, "max_size"_a = Store::kNoLimit);
   nb::class_<FileStore, Store>(m, "FileStore");
   m.def("open_file_store", [](const std::string& root) -> std::shared_ptr<Store> {
     return value_or_throw(FileStore::open(root));
