@@ -22,6 +22,7 @@
 #include "zarrflow/zarr/hierarchy.h"
 #ifdef ZARRFLOW_HAVE_CUDA
 #include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/core/gpu/kernel_probe.h"
 #include "zarrflow/zarr/gpu/device_read.h"
 #endif
 
@@ -277,7 +278,7 @@ void release_via_pool(py::TensorState& st, int device) {
 
 // Makes `device` current, or throws why no GPU can be used.
 void use_device(int device) {
-  Status s = gpu::device_available();
+  Status s = gpu::device_available(device);
   if (s.ok()) {
     if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
       s = gpu::cuda_status(e, "cudaSetDevice");
@@ -320,7 +321,7 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
   {
     nb::gil_scoped_release release;
     s = [&]() -> Status {
-      ZF_RETURN_IF_ERROR(gpu::device_available());
+      ZF_RETURN_IF_ERROR(gpu::device_available(device));
       ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
       opts.stream = stream ? as_stream(*stream) : zarrflow_stream(device);
       ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer b, device_reader().device_pool().acquire(bytes));
@@ -569,6 +570,20 @@ NB_MODULE(_core, m) {
 #endif
       },
       "'' when a CUDA GPU can be used, else why not");
+  m.def(
+      "cuda_build_info",
+      []() {
+        nb::dict d;
+#ifdef ZARRFLOW_HAVE_CUDA
+        int driver = 0;
+        cudaDriverGetVersion(&driver);
+        d["runtime"] = CUDART_VERSION;
+        d["driver"] = driver;
+        d["archs"] = std::string(gpu::compiled_cuda_archs());
+#endif
+        return d;
+      },
+      "CUDA runtime version built with, driver's CUDA version (0: none), compiled architectures");
   m.def("built_with_cuda", []() {
 #ifdef ZARRFLOW_HAVE_CUDA
     return true;
