@@ -52,7 +52,7 @@ MANYLINUX=manylinux_2_27_x86_64
 if [ -z "${PYTHONS:-}" ]; then
   PYTHONS=python3
   for p in python3.12 /tmp/py312/bin/python3.12; do
-    if command -v "$p" >/dev/null; then PYTHONS="$PYTHONS $(command -v "$p")"; break; fi
+    if "$p" -c '' 2>/dev/null; then PYTHONS="$PYTHONS $(command -v "$p")"; break; fi
   done
 fi
 source "$ROOT/scripts/wheel/deps.sh"
@@ -190,10 +190,11 @@ for variant in "${VARIANTS[@]}"; do
     tag=$("$venv/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
     echo "==> $variant, $tag"
     t0=$(date +%s)
-    rm -rf "$WB/raw" "$WB/build-$variant-$tag/CMakeCache.txt" && mkdir -p "$WB/raw"
+    build="$WB/build-$variant-$tag-$(echo "$archs" | sha1sum | cut -c1-6)"  # one per arch list
+    rm -rf "$WB/raw" "$build/CMakeCache.txt" && mkdir -p "$WB/raw"
     PATH="$venv/bin:$PATH" PKG_CONFIG_LIBDIR="$DEPS/lib/pkgconfig" PKG_CONFIG_PATH="" \
       "$venv/bin/python" -m pip wheel -q --no-build-isolation --no-deps -w "$WB/raw" "$stage" \
-      "-Cbuild-dir=$WB/build-$variant-$tag" -Cbuild.verbose=false \
+      "-Cbuild-dir=$build" -Cbuild.verbose=false \
       -Ccmake.define.ZARRFLOW_STATIC_DEPS=ON \
       "-Ccmake.define.CMAKE_TOOLCHAIN_FILE=$TOOLCHAIN/toolchain.cmake" \
       "-Ccmake.define.CMAKE_PREFIX_PATH=$DEPS" "-Ccmake.define.OPENSSL_ROOT_DIR=$DEPS" \
