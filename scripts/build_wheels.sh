@@ -48,6 +48,7 @@ CUDA13_HOME="${CUDA13_HOME:-/usr/local/cuda}"
 CUDA_ARCHS="${CUDA_ARCHS:-75-real;80-real;86-real;89-real;90-real;100-real;120}"
 # The CUDA 12 headers and static runtime (PyPI wheels) matching the CUDA 12.4 compiler.
 CUDA12_WHEELS="${CUDA12_WHEELS:-12.4.*}"
+CUDA12_STATIC_RUNTIME="${CUDA12_STATIC_RUNTIME:-12.9.*}"
 MANYLINUX=manylinux_2_27_x86_64
 if [ -z "${PYTHONS:-}" ]; then
   PYTHONS=python3
@@ -119,23 +120,34 @@ PYEOF
 }
 
 # CUDA 12: the compiler of the Ubuntu package of the CUDA 12.4 toolkit (NVIDIA's binaries) with the
-# CUDA 12.4 headers and static runtime of PyPI's nvidia-cuda-* wheels, merged into one tree.
+# CUDA 12.4 headers of PyPI's nvidia-cuda-nvcc-cu12 / -runtime-cu12 / -cccl-cu12 wheels and the static runtime
+# of nvidia-cuda-runtime-cu12 12.9, merged into one tree.
 cuda12_home() {
   local home="$WHEEL_HOME/cuda12"
   if [ ! -f "$home/.ready" ]; then
     rm -rf "$home" "$WORK/cuda12" && mkdir -p "$home" "$WORK/cuda12"
     dpkg-deb -x "$(fetch_source nvidia-cuda-toolkit-12)" "$WORK/cuda12/deb"
     "$PY_HOST" -m pip download -q --no-deps -d "$WORK/cuda12/whl" \
-      "nvidia-cuda-nvcc-cu12==$CUDA12_WHEELS" "nvidia-cuda-runtime-cu12==$CUDA12_WHEELS"
+      "nvidia-cuda-nvcc-cu12==$CUDA12_WHEELS" "nvidia-cuda-runtime-cu12==$CUDA12_WHEELS" \
+      "nvidia-cuda-cccl-cu12==$CUDA12_WHEELS"
     for w in "$WORK"/cuda12/whl/*.whl; do "$PY_HOST" -m zipfile -e "$w" "$WORK/cuda12"; done
+    # The static runtime: only the 12.9 wheel carries libcudart_static.a. A CUDA 12 runtime runs
+    # code from any earlier CUDA 12 compiler (one ABI per major version).
+    "$PY_HOST" -m pip download -q --no-deps -d "$WORK/cuda12/static" \
+      "nvidia-cuda-runtime-cu12==$CUDA12_STATIC_RUNTIME"
+    "$PY_HOST" -m zipfile -e "$WORK"/cuda12/static/*.whl "$WORK/cuda12/static"
     local deb="$WORK/cuda12/deb/usr" whl="$WORK/cuda12/nvidia"
     mkdir -p "$home/bin" "$home/include" "$home/lib64" "$home/nvvm/bin"
     cp -a "$deb"/lib/nvidia-cuda-toolkit/bin/nvcc "$deb"/lib/nvidia-cuda-toolkit/bin/crt "$home/bin/"
     for tool in cudafe++ fatbinary nvlink ptxas bin2c nvprune cuobjdump; do cp -a "$deb/bin/$tool" "$home/bin/"; done
     cp -a "$deb"/lib/nvidia-cuda-toolkit/bin/cicc "$home/nvvm/bin/"
     cp -a "$whl"/cuda_nvcc/nvvm/libdevice "$whl"/cuda_nvcc/nvvm/lib64 "$home/nvvm/"
-    cp -a "$whl"/cuda_nvcc/include/* "$whl"/cuda_runtime/include/* "$home/include/"
-    cp -a "$whl"/cuda_runtime/lib/* "$home/lib64/"
+    for part in cuda_nvcc cuda_runtime cuda_cccl; do cp -a "$whl/$part/include/." "$home/include/"; done
+    cp -a "$whl"/cuda_runtime/lib/* "$WORK"/cuda12/static/nvidia/cuda_runtime/lib/lib{cudart_static,culibos}.a \
+      "$home/lib64/"
+    # nvcc's default link line names libcudadevrt (device linking, which zarrflow does not use:
+    # no separable compilation), and the 12.9 one is too new for nvlink 12.4: an empty archive.
+    ar rc "$home/lib64/libcudadevrt.a"
     ln -sf libcudart.so.12 "$home/lib64/libcudart.so"
     printf '%s\n' 'TOP = $(_HERE_)/..' 'NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice' \
       'PATH += $(TOP)/nvvm/bin:$(_HERE_):' 'INCLUDES += "-I$(TOP)/include" $(_SPACE_)' \

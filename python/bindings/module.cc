@@ -575,9 +575,10 @@ NB_MODULE(_core, m) {
       []() {
         nb::dict d;
 #ifdef ZARRFLOW_HAVE_CUDA
-        int driver = 0;
+        int driver = 0, runtime = 0;
         cudaDriverGetVersion(&driver);
-        d["runtime"] = CUDART_VERSION;
+        cudaRuntimeGetVersion(&runtime);  // the runtime linked in (may be newer than the headers)
+        d["runtime"] = runtime;
         d["driver"] = driver;
         d["archs"] = std::string(gpu::compiled_cuda_archs());
 #endif
