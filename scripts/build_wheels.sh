@@ -120,7 +120,8 @@ PYEOF
 }
 
 # CUDA 12: the compiler of the Ubuntu package of the CUDA 12.4 toolkit (NVIDIA's binaries) with the
-# CUDA 12.4 headers of PyPI's nvidia-cuda-nvcc-cu12 / -runtime-cu12 / -cccl-cu12 wheels and the static runtime
+# CUDA 12.4 headers of PyPI's nvidia-cuda-nvcc-cu12 / -runtime-cu12 / -cccl-cu12 / nvidia-nvtx-cu12
+# wheels and the static runtime
 # of nvidia-cuda-runtime-cu12 12.9, merged into one tree.
 cuda12_home() {
   local home="$WHEEL_HOME/cuda12"
@@ -129,7 +130,7 @@ cuda12_home() {
     dpkg-deb -x "$(fetch_source nvidia-cuda-toolkit-12)" "$WORK/cuda12/deb"
     "$PY_HOST" -m pip download -q --no-deps -d "$WORK/cuda12/whl" \
       "nvidia-cuda-nvcc-cu12==$CUDA12_WHEELS" "nvidia-cuda-runtime-cu12==$CUDA12_WHEELS" \
-      "nvidia-cuda-cccl-cu12==$CUDA12_WHEELS"
+      "nvidia-cuda-cccl-cu12==$CUDA12_WHEELS" "nvidia-nvtx-cu12==$CUDA12_WHEELS"
     for w in "$WORK"/cuda12/whl/*.whl; do "$PY_HOST" -m zipfile -e "$w" "$WORK/cuda12"; done
     # The static runtime: only the 12.9 wheel carries libcudart_static.a. A CUDA 12 runtime runs
     # code from any earlier CUDA 12 compiler (one ABI per major version).
@@ -142,7 +143,7 @@ cuda12_home() {
     for tool in cudafe++ fatbinary nvlink ptxas bin2c nvprune cuobjdump; do cp -a "$deb/bin/$tool" "$home/bin/"; done
     cp -a "$deb"/lib/nvidia-cuda-toolkit/bin/cicc "$home/nvvm/bin/"
     cp -a "$whl"/cuda_nvcc/nvvm/libdevice "$whl"/cuda_nvcc/nvvm/lib64 "$home/nvvm/"
-    for part in cuda_nvcc cuda_runtime cuda_cccl; do cp -a "$whl/$part/include/." "$home/include/"; done
+    for part in cuda_nvcc cuda_runtime cuda_cccl nvtx; do cp -a "$whl/$part/include/." "$home/include/"; done
     cp -a "$whl"/cuda_runtime/lib/* "$WORK"/cuda12/static/nvidia/cuda_runtime/lib/lib{cudart_static,culibos}.a \
       "$home/lib64/"
     # nvcc's default link line names libcudadevrt (device linking, which zarrflow does not use:
@@ -203,16 +204,17 @@ for variant in "${VARIANTS[@]}"; do
     echo "==> $variant, $tag"
     t0=$(date +%s)
     build="$WB/build-$variant-$tag-$(echo "$archs" | sha1sum | cut -c1-6)"  # one per arch list
-    rm -rf "$WB/raw" "$build/CMakeCache.txt" && mkdir -p "$WB/raw"
+    raw_dir="$build-raw"
+    rm -rf "$raw_dir" "$build/CMakeCache.txt" && mkdir -p "$raw_dir"
     PATH="$venv/bin:$PATH" PKG_CONFIG_LIBDIR="$DEPS/lib/pkgconfig" PKG_CONFIG_PATH="" \
-      "$venv/bin/python" -m pip wheel -q --no-build-isolation --no-deps -w "$WB/raw" "$stage" \
+      "$venv/bin/python" -m pip wheel -q --no-build-isolation --no-deps -w "$raw_dir" "$stage" \
       "-Cbuild-dir=$build" -Cbuild.verbose=false \
       -Ccmake.define.ZARRFLOW_STATIC_DEPS=ON \
       "-Ccmake.define.CMAKE_TOOLCHAIN_FILE=$TOOLCHAIN/toolchain.cmake" \
       "-Ccmake.define.CMAKE_PREFIX_PATH=$DEPS" "-Ccmake.define.OPENSSL_ROOT_DIR=$DEPS" \
       "-Ccmake.define.nlohmann_json_DIR=$DEPS/share/cmake/nlohmann_json" \
       "-Ccmake.define.CMAKE_CUDA_ARCHITECTURES=$archs" "${cuda_defs[@]}"
-    raw=$(ls "$WB"/raw/*.whl)
+    raw=$(ls "$raw_dir"/*.whl)
     check_extension "$raw"
     # auditwheel tags the lowest glibc the symbol versions allow (at most the sysroot's 2.27).
     PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --plat "$MANYLINUX" -w "$OUT" "$raw" \
