@@ -574,3 +574,104 @@ def test_anemoi_dataset_on_the_gpu(anemoi_store, dtype, view):
     assert_same_bits(cpu, gpu, dtype, view)
     assert gpu.stats()["gpu_decoded"] > 0 and gpu.stats()["cpu_decoded"] == 0
     gpu.close()
+
+
+# --- Any numeric source: CF decoding, normalisation and cast on the GPU ------------------------
+
+from test_loader_dtypes import (  # noqa: E402,F401 (masked_store, packed_store, typed_store)
+    PACKED_VARS, STATS, masked_store, packed_store, typed_store)
+
+SOURCE_PATHS = {"gpu-decode": dict(host_decode_share=0.0), "host-decode": dict(gpu_decode="off"),
+                "gpu-cache": dict(host_decode_share=0.0, cache_gb=1)}
+OUT_VIEWS = [("float32", np.uint32), ("bfloat16", np.uint16), ("float16", np.uint16)]
+
+
+def cpu_and_gpu_of(path, names, path_kw, **kw):
+    cpu = zarrflow.Loader(path, names, device="cpu", output="numpy", **kw)
+    gpu = zarrflow.Loader(path, names, device="cuda", output="torch", decode_threads=2,
+                          **path_kw, **kw)
+    return cpu, gpu
+
+
+@pytest.mark.parametrize("path", list(SOURCE_PATHS))
+@pytest.mark.parametrize("crop", [None, {"longitude": (1, 6)}], ids=["planes", "cropped"])
+def test_gpu_packed_int16_batches_equal_cpu_batches(packed_store, path, crop):
+    # xarray-written ERA5-like packing (int16, scale_factor/add_offset, _FillValue or
+    # missing_value, a missing chunk), Zarr v2 (Blosc-LZ4) and v3 (zstd): masked, unpacked in
+    # float64, normalised and cast on the GPU (or by the host threads for chunks they decode)
+    # with the CPU loader's bytes; NaNs counted alike.
+    for dtype, view in OUT_VIEWS:
+        cpu, gpu = cpu_and_gpu_of(packed_store, PACKED_VARS, SOURCE_PATHS[path], batch_size=2,
+                                  shuffle=False, dtype=dtype, normalize=STATS, crop=crop)
+        if path == "gpu-cache":
+            list(gpu)  # fills the cache; the pass compared below decodes from it
+        assert_same_bits(cpu, gpu, dtype, view)
+        st = gpu.stats()
+        passes = 2 if path == "gpu-cache" else 1
+        assert st["nans"] == passes * cpu.stats()["nans"] > 0
+        if path == "host-decode":
+            assert st["cpu_decoded"] > 0 and st["gpu_decoded"] == 0
+            if crop is None:
+                assert st["host_transformed"] > 0
+        if path == "gpu-cache":
+            assert st["cache_hits"] > 0
+
+
+@pytest.mark.parametrize("path", ["gpu-decode", "host-decode"])
+def test_gpu_every_numeric_type_equals_cpu(typed_store, path):
+    # int8..uint64, float16/32/64, bfloat16, little- and big-endian (byte-swapped on the GPU),
+    # edge chunks and a crop: per-element and row paths of the scatter kernel. The floating-point
+    # arrays store their one NaN at (0, 0, 0) (sample_values), so the crop, which starts at
+    # longitude 1, reads none; the stored fill value 0 is no mask (Zarr v3, no _FillValue).
+    root, _, values = typed_store
+    names = sorted(values)
+    norm = {"mean": [0.25 * i for i in range(len(names))],
+            "std": [1.0 + i for i in range(len(names))]}
+    for dtype, view in OUT_VIEWS:
+        for crop in (None, {"longitude": (1, 6)}):
+            cpu, gpu = cpu_and_gpu_of(root, names, SOURCE_PATHS[path], batch_size=2,
+                                      shuffle=False, dtype=dtype, normalize=norm, crop=crop)
+            assert_same_bits(cpu, gpu, dtype, view)
+            assert gpu.stats()["nans"] == cpu.stats()["nans"]
+            assert (cpu.stats()["nans"] > 0) == (crop is None), crop
+
+
+@pytest.mark.filterwarnings("ignore:variable 'ints' has multiple fill values")
+@pytest.mark.parametrize("path", ["gpu-decode", "host-decode"])
+def test_gpu_masks_equal_cpu(masked_store, path):
+    # Masks from attributes (int16 packed by a scale only, float32 with xarray's base64
+    # _FillValue) and a v2 float32 fill_value 0: float32 with masks keeps the kernel's
+    # four-at-a-time rows; NaNs counted alike.
+    for store, names in (("masked.zarr", ["ints", "floats", "zero_fill"]),
+                         ("v2.zarr", ["zero_fill"])):
+        for dtype, view in OUT_VIEWS:
+            cpu, gpu = cpu_and_gpu_of(masked_store.parent / store, names, SOURCE_PATHS[path],
+                                      batch_size=2, shuffle=False, dtype=dtype)
+            assert_same_bits(cpu, gpu, dtype, view)
+            assert gpu.stats()["nans"] == cpu.stats()["nans"] > 0
+
+
+def test_uncompressed_packed_planes_are_converted_as_they_are_read(tmp_path):
+    # Whole uncompressed int16 planes (packed, with a fill value) and float64 planes go through
+    # the host's piece-by-piece conversion (256 KiB pieces: 1.2 and 4.8 of them per plane).
+    xr = pytest.importorskip("xarray")
+    nt, ny, nx = 5, 400, 401
+    rng = np.random.default_rng(5)
+    t = (rng.standard_normal((nt, ny, nx)) * 10 + 280).astype("float32")
+    t[1, 3, 5:40] = np.nan
+    w = rng.standard_normal((nt, ny, nx))
+    ds = xr.Dataset({"t": (("time", "latitude", "longitude"), t),
+                     "w": (("time", "latitude", "longitude"), w)},
+                    coords={"time": np.arange(nt, dtype="int64")})
+    enc = {"t": dict(dtype="int16", scale_factor=0.002, add_offset=280.0, _FillValue=-32767,
+                     chunks=(1, ny, nx), compressors=None),
+           "w": dict(chunks=(1, ny, nx), compressors=None)}
+    ds.to_zarr(tmp_path / "raw.zarr", zarr_format=3, encoding=enc, consolidated=False)
+    norm = {"mean": [280.0, 0.0], "std": [10.0, 1.0]}
+    for dtype, view in OUT_VIEWS:
+        cpu, gpu = cpu_and_gpu_of(tmp_path / "raw.zarr", ["t", "w"], {}, batch_size=2,
+                                  shuffle=False, dtype=dtype, normalize=norm)
+        assert_same_bits(cpu, gpu, dtype, view)
+        st = gpu.stats()
+        assert st["nans"] == cpu.stats()["nans"] > 0
+        assert st["host_transformed"] > 0 and st["cpu_decoded"] == 0

@@ -8,15 +8,19 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
 
+#include "python_codec.h"
 #include "tensor.h"
 #include "vlen.h"
 #include "zarrflow/codec/shard_index_cache.h"
+#include "zarrflow/core/normalize.h"
 #include "zarrflow/store/file_store.h"
 #include "zarrflow/store/http_store.h"
 #include "zarrflow/zarr/hierarchy.h"
@@ -383,6 +387,89 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 #endif
 }
 
+// CF decoding of one array's elements for read_batch: (packed, scale_factor, add_offset, raw
+// values to mask as the source type's bits); see core/normalize.h.
+using CfDecoding = std::tuple<bool, double, double, std::vector<std::uint64_t>>;
+
+// The element transform of every request: the array's source type and CF decoding, the row's
+// mean and std, the target's type.
+std::vector<ElementTransform> element_transforms(std::span<const ReadRequest> reqs,
+                                                 const std::vector<std::shared_ptr<Array>>& arrays,
+                                                 const std::int64_t* table, std::size_t cols,
+                                                 const float* mean_std, const DataType& target,
+                                                 const std::optional<std::vector<CfDecoding>>& cf) {
+  const OutType type = target.kind == DTypeKind::kBFloat16                    ? OutType::kBFloat16
+                       : target.kind == DTypeKind::kFloat && target.size == 2 ? OutType::kFloat16
+                       : target.kind == DTypeKind::kFloat && target.size == 4 ? OutType::kFloat32
+                                                                              : OutType::kStored;
+  if (type == OutType::kStored)
+    throw StatusError(
+        invalid_argument("read_batch: a normalised batch is float32, bfloat16 or "
+                         "float16, not " +
+                         target.v3_name()));
+  if (cf && cf->size() != arrays.size())
+    throw StatusError(invalid_argument("read_batch: decode needs one entry per array"));
+  std::vector<ElementTransform> per_array(arrays.size());
+  for (std::size_t a = 0; a < arrays.size(); ++a) {
+    ElementTransform& tf = per_array[a];
+    const auto in = in_type_of(arrays[a]->dtype());
+    if (!in)
+      throw StatusError(invalid_argument(arrays[a]->describe() + " has data type " +
+                                         arrays[a]->dtype().v3_name() +
+                                         ": batches read numeric types (int8..int64, "
+                                         "uint8..uint64, float16/32/64, bfloat16)"));
+    tf.out = type;
+    tf.in = *in;
+    if (!cf) continue;
+    const auto& [packed, scale, offset, masks] = (*cf)[a];
+    tf.packed = packed ? 1 : 0;
+    tf.scale = scale;
+    tf.offset = offset;
+    for (std::uint64_t bits : masks)
+      if (!add_mask(tf, bits))
+        throw StatusError(invalid_argument(arrays[a]->describe() + ": more than " +
+                                           std::to_string(kMaxMasks) + " values to mask"));
+  }
+  std::vector<ElementTransform> out(reqs.size());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const float sd = mean_std[2 * i + 1];
+    if (!(sd > 0.f))
+      throw StatusError(
+          invalid_argument("read_batch: std must be positive (request " + std::to_string(i) + ")"));
+    out[i] = per_array[std::size_t(table[i * cols])];
+    out[i].mean = mean_std[2 * i];
+    out[i].inv_std = 1.f / sd;  // 1 / std in float32, on both paths
+  }
+  return out;
+}
+
+// Host reads with an element transform: each request is read into a scratch block of the
+// array's type (in the reading thread's cache) and transformed from there into its destination.
+Status read_many_transformed(std::span<const ReadRequest> reqs,
+                             std::span<const ElementTransform> tfs, const ReadOptions& options,
+                             std::uint64_t* nans) {
+  ThreadPool* pool = options.pool;  // as read_many: a remote store's requests on its I/O pool
+  if (!reqs.empty() && reqs.front().array->store().io_pool() != nullptr)
+    pool = reqs.front().array->store().io_pool();
+  std::atomic<std::uint64_t> found{0};
+  Status s = parallel_for(pool, reqs.size(), [&](std::size_t i) -> Status {
+    const ReadRequest& r = reqs[i];
+    const std::int64_t elem = in_type_size(tfs[i].in);
+    std::int64_t n = 1;
+    for (auto c : r.region.count) n *= c;
+    if (n == 0) return {};
+    Buffer block = options.buffers != nullptr ? options.buffers->acquire(std::size_t(n * elem))
+                                              : Buffer(std::size_t(n * elem));
+    const StridedView staged{block.data(), r.region.count, c_strides(r.region.count, elem)};
+    ZF_RETURN_IF_ERROR(r.array->read(r.region, staged, options));
+    found += normalize_cast_strided(block.data(), r.dest.data, int(r.dest.shape.size()),
+                                    r.dest.shape.data(), r.dest.strides.data(), tfs[i]);
+    return {};
+  });
+  *nans = found.load();
+  return s;
+}
+
 // Reads many regions into one target tensor. GPU targets go through one DeviceReader pipeline
 // (chunks shared by several requests fetched and decoded once); host targets through read_many.
 // `requests` is one row per region, int64: [array index, ndim, destination offset (elements),
@@ -390,9 +477,11 @@ py::Tensor empty_tensor(const std::vector<std::int64_t>& shape, const std::strin
 // the first `ndim` of each group used. A table, not a list of tuples: the loader's workers build
 // and pass thousands of regions per batch, and parsing Python objects would hold the GIL the
 // training thread needs for milliseconds.
-// `normalize` (GPU targets only), float32, one (mean, std) row per region: the target receives
-// cast((x - mean) / std) in its own dtype (float32, bfloat16, float16), computed as the chunks
-// are copied in (ElementTransform), and the report counts the NaNs read.
+// `normalize`, float32, one (mean, std) row per region: the target receives
+// cast((f - mean) / std) in its own dtype (float32, bfloat16, float16), where f is the element
+// CF-decoded as `decode` says (one CfDecoding per array; none: f = the element as float32),
+// computed as the chunks are copied in (ElementTransform, core/normalize.h), and the report
+// counts the NaNs of f.
 nb::dict read_batch(const nb::list& arrays,
                     const nb::ndarray<const std::int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>&
                         requests,
@@ -402,9 +491,12 @@ nb::dict read_batch(const nb::list& arrays,
                     double host_share,
                     std::optional<nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>>
                         normalize,
-                    std::uint64_t batch_bytes, ShardIndexCache* shard_indexes) {
+                    std::uint64_t batch_bytes, ShardIndexCache* shard_indexes,
+                    const std::optional<std::vector<CfDecoding>>& decoding) {
   const auto& st = *target.state;
   const std::int64_t elem = st.dtype.size;
+  if (decoding && !normalize)
+    throw StatusError(invalid_argument("read_batch: decode needs normalize"));
   std::vector<std::shared_ptr<Array>> keep;
   keep.reserve(arrays.size());
   for (nb::handle h : arrays) {
@@ -451,19 +543,23 @@ nb::dict read_batch(const nb::list& arrays,
   if (normalize && (normalize->shape(0) != rows || normalize->shape(1) != 2))
     throw StatusError(invalid_argument("read_batch: normalize needs one (mean, std) row per "
                                        "request"));
+  std::vector<ElementTransform> transforms;
+  if (normalize)
+    transforms = element_transforms(reqs, keep, requests.data(), cols, normalize->data(), st.dtype,
+                                    decoding);
   nb::dict out;
   Status s;
   if (st.device_type == 1) {
-    if (normalize)
-      throw StatusError(invalid_argument("read_batch: normalize is done on the GPU; host batches "
-                                         "are normalised by the loader"));
     ReadOptions host = read_options(exec);
     host.shard_indexes = shard_indexes;
+    std::uint64_t nans = 0;
     {
       nb::gil_scoped_release release;
-      s = read_many(reqs, host);
+      s = transforms.empty() ? read_many(reqs, host)
+                             : read_many_transformed(reqs, transforms, host, &nans);
     }
     throw_if_error(std::move(s));
+    if (!transforms.empty()) out["nans"] = nans;
     return out;
   }
 #ifdef ZARRFLOW_HAVE_CUDA
@@ -479,29 +575,7 @@ nb::dict read_batch(const nb::list& arrays,
     throw StatusError(invalid_argument("host_share must be in [0, 1]"));
   opts.host_share = host_share;
   opts.batch_bytes = batch_bytes;  // 0: chosen per codec (gpu::DeviceReadOptions)
-  std::vector<ElementTransform> transforms;
-  if (normalize) {
-    const OutType type = st.dtype.kind == DTypeKind::kBFloat16 ? OutType::kBFloat16
-                              : st.dtype.kind == DTypeKind::kFloat && st.dtype.size == 2
-                                  ? OutType::kFloat16
-                              : st.dtype.kind == DTypeKind::kFloat && st.dtype.size == 4
-                                  ? OutType::kFloat32
-                                  : OutType::kStored;
-    if (type == OutType::kStored)
-      throw StatusError(invalid_argument("read_batch: a normalised batch is float32, bfloat16 or "
-                                         "float16, not " + st.dtype.v3_name()));
-    transforms.resize(rows);
-    const float* mv = normalize->data();
-    for (std::size_t i = 0; i < rows; ++i) {
-      const float sd = mv[2 * i + 1];
-      if (!(sd > 0.f))
-        throw StatusError(invalid_argument("read_batch: std must be positive (request " +
-                                           std::to_string(i) + ")"));
-      // 1 / std in float32, as the CPU loader computes it, so both give the same bits.
-      transforms[i] = {type, mv[2 * i], 1.f / sd};
-    }
-    opts.transforms = transforms;
-  }
+  if (!transforms.empty()) opts.transforms = transforms;
   const ReadOptions host = read_options(exec);
   opts.pool = host.pool;
   opts.buffers = host.buffers;
@@ -531,7 +605,6 @@ nb::dict read_batch(const nb::list& arrays,
 #endif
 }
 
-
 nb::object wrap_node(Node node) {
   if (auto* a = std::get_if<std::shared_ptr<Array>>(&node)) return nb::cast(*a);
   return nb::cast(std::get<std::shared_ptr<Group>>(node));
@@ -558,6 +631,7 @@ NB_MODULE(_core, m) {
   });
 
   py::bind_tensor(m);
+  py::install_python_codecs();
 
   m.def(
       "cuda_status",
@@ -616,7 +690,8 @@ NB_MODULE(_core, m) {
   m.def("read_batch", &read_batch, "arrays"_a, "requests"_a, "target"_a, "stream"_a = nb::none(),
         "gpu_decode"_a = "auto", "io"_a = "auto", "executor"_a = nb::none(), "cache"_a = nb::none(),
         "host_cache"_a = nb::none(), "decode_executor"_a = nb::none(), "host_share"_a = 0.0,
-        "normalize"_a = nb::none(), "batch_bytes"_a = 0, "shard_indexes"_a = nb::none());
+        "normalize"_a = nb::none(), "batch_bytes"_a = 0, "shard_indexes"_a = nb::none(),
+        "decode"_a = nb::none());
   nb::class_<ShardIndexCache>(m, "ShardIndexCache",
                               "Shard indexes kept across reads (the store must not change)")
       .def(nb::init<std::uint64_t>(), "budget_bytes"_a)

@@ -392,8 +392,10 @@ def _transport_view(a: np.ndarray) -> np.ndarray | None:
             return a.view(f"u{a.dtype.itemsize}")
         if not a.flags.c_contiguous:
             return None
-        # Raw elements of other sizes travel as a trailing axis of their bytes.
-        return a.view(np.uint8).reshape(a.shape + (a.dtype.itemsize,))
+        # Raw elements of other sizes travel as a trailing axis of their bytes (a 0-d array goes
+        # through shape (1,): NumPy cannot change the itemsize of a 0-d view).
+        flat = a.reshape(a.shape or (1,))
+        return flat.view(np.uint8).reshape(a.shape + (a.dtype.itemsize,))
     return a
 
 

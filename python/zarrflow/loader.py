@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import dataclasses
 import json
 import numbers
 import os
@@ -39,6 +40,7 @@ import numpy as np
 from . import _core, _gpu
 from ._api import Array, Group, open as zf_open
 from ._balance import DecodeBalance
+from ._cf import CFAttributeError, CFDecoding, cf_decoding
 from ._memory_plan import fit as fit_memory, refusal as memory_refusal
 from ._prefetch import Gate, OrderedPrefetch
 from .errors import StoreIOError, ZarrflowError
@@ -64,6 +66,7 @@ class Channel:
     fixed: dict          # dim index → index (level / channel picked)
     time_axis: int
     spatial_axes: tuple  # the remaining axes, in order
+    cf: CFDecoding | None = None  # how stored values decode (masks, packing); None: as stored
 
     def key(self, t: int | slice, spatial: Sequence[slice] | None = None) -> tuple:
         """The index into `array` of this channel at time(s) `t` (and a spatial region)."""
@@ -90,7 +93,8 @@ class DatasetSpec:
     def build(cls, group: Group | str | os.PathLike, variables: Sequence[str], *,
               time_dim: str = "time", level_dim: str = "level",
               channel_dim: str = "channel",
-              storage_options: dict | None = None) -> "DatasetSpec":
+              storage_options: dict | None = None, mask_and_scale: bool = True,
+              use_zarr_fill_value_as_mask: bool | None = None) -> "DatasetSpec":
         if not isinstance(group, Group):
             group = zf_open(group, storage_options=storage_options)
             if not isinstance(group, Group):
@@ -111,11 +115,33 @@ class DatasetSpec:
             if ch.array.shape[ch.time_axis] != ntime:
                 raise LoaderError(f"variables differ in length along {time_dim!r}: {first.name} has "
                                   f"{ntime}, {ch.name} has {ch.array.shape[ch.time_axis]}")
-        for ch in channels:
-            if ch.array.dtype != np.float32:
-                raise LoaderError(f"{ch.name} is {ch.array.dtype}; the loader reads float32 arrays")
+        channels = [dataclasses.replace(ch, cf=_channel_decoding(
+            ch, mask_and_scale, use_zarr_fill_value_as_mask)) for ch in channels]
         times = group[time_dim][...] if time_dim in group.keys() else None
         return cls(group, channels, time_dim, sdims, sshape, ntime, times)
+
+
+LOADABLE = "int8..int64, uint8..uint64, float16/32/64 and bfloat16"
+
+
+def _channel_decoding(ch: Channel, mask_and_scale: bool,
+                      use_zarr_fill_value_as_mask: bool | None) -> CFDecoding | None:
+    """The channel's CF decoding (see _cf), after checking that its array is numeric."""
+    arr = ch.array
+    try:
+        dtype = arr.dtype
+    except Exception:  # a data type NumPy has no name for
+        dtype = None
+    if dtype is None or not (dtype.kind in "iuf" or dtype.name == "bfloat16"):
+        shown = dtype if dtype is not None else arr._h.dtype
+        raise LoaderError(f"{ch.name}: {arr.path!r} holds {shown} values, which the loader "
+                          f"cannot load (it reads {LOADABLE} arrays)")
+    try:
+        return cf_decoding(arr.attrs, dtype, arr.zarr_format, arr.fill_value,
+                           mask_and_scale=mask_and_scale,
+                           use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask)
+    except CFAttributeError as e:
+        raise LoaderError(f"{ch.name}: {arr.path!r}: {e}") from None
 
 
 def _channel_labels(group: Group, arr: Array, channel_dim: str, n: int) -> list[str] | None:
@@ -137,7 +163,10 @@ def _resolve(group: Group, spec: str, time_dim: str, level_dim: str, channel_dim
     name, _, pick = spec.partition("@")
     if name not in group.keys():
         raise LoaderError(f"unknown variable {name!r} (the group has: {', '.join(group.keys())})")
-    arr = group[name]
+    try:
+        arr = group[name]
+    except ZarrflowError as e:  # e.g. a data type zarrflow cannot read: say which variable
+        raise LoaderError(f"{name!r} cannot be loaded: {e}") from None
     if not isinstance(arr, Array):
         raise LoaderError(f"{name!r} is a group, not an array")
     if arr.dims is None or any(d is None for d in arr.dims):
@@ -353,7 +382,16 @@ class Loader:
     splits without leakage across the boundary), ``storage_options`` (credentials, endpoint and
     transport settings when ``store`` is an s3://, gs:// or http(s):// URL), ``prime_next_epoch``
     (default True: when an epoch ends, its first ``prefetch`` batches of the next one are read in
-    the background, so validation or checkpointing hides the start of the next epoch).
+    the background, so validation or checkpointing hides the start of the next epoch),
+    ``mask_and_scale`` / ``use_zarr_fill_value_as_mask`` (as in ``xr.open_dataset``: see below).
+
+    Arrays of any numeric type are read (int8..int64, uint8..uint64, float16/32/64, bfloat16),
+    CF-decoded as ``xr.open_dataset(engine="zarr")`` decodes them: raw values equal to
+    ``_FillValue`` or ``missing_value`` (in Zarr v2 the array's ``fill_value``, unless
+    ``use_zarr_fill_value_as_mask=False``) become NaN, packed values (``scale_factor``,
+    ``add_offset``) are unpacked in float64; ``mask_and_scale=False`` reads values as stored.
+    Batches hold xarray's decoded values cast to float32, then normalised in float32 and cast to
+    ``dtype``, in one pass as the chunks are copied in (ARCHITECTURE.md, "Element transform").
 
     The loader assumes that the store does not change while it reads it: it keeps the index of
     every shard it has read (host memory, up to ``SHARD_INDEX_BUDGET`` bytes), so that later
@@ -373,9 +411,12 @@ class Loader:
                  channel_dim: str = "channel", block: int = 8, buffer: int = 64,
                  progress: int = 0, cache_gb: float = 0.0, host_cache_gb: float = 0.0,
                  time_range: tuple[int, int] | None = None,
-                 storage_options: dict | None = None, prime_next_epoch: bool = True):
+                 storage_options: dict | None = None, prime_next_epoch: bool = True,
+                 mask_and_scale: bool = True, use_zarr_fill_value_as_mask: bool | None = None):
         self.spec = DatasetSpec.build(store, variables, time_dim=time_dim, level_dim=level_dim,
-                                      channel_dim=channel_dim, storage_options=storage_options)
+                                      channel_dim=channel_dim, storage_options=storage_options,
+                                      mask_and_scale=mask_and_scale,
+                                      use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask)
         if batch_size < 1:
             raise LoaderError("batch_size must be >= 1")
         if layout not in ("BCHW", "BTCHW"):
@@ -444,11 +485,15 @@ class Loader:
         self.rank, self.world_size = _rank_world(rank, world_size)
         self.norm = self._normalization(normalize)
         C = len(self.spec.channels)
-        # What every batch applies (identity mean/std when only the dtype changes): (mean, std)
-        # lists for the host path, float32 (mean, std) pairs per channel for the GPU path.
-        self._transform = self.norm is not None or self.dtype != "float32"
+        # What every batch applies as chunks are copied in (identity mean/std when only the type
+        # or the decoding changes): float32 (mean, std) pairs per channel, and each channel's CF
+        # decoding. Plain float32 arrays read into a float32 batch are copied as stored.
+        plain = all(ch.array.dtype == np.float32 and ch.cf is None for ch in self.spec.channels)
+        self._transform = self.norm is not None or self.dtype != "float32" or not plain
         self._mean_std = self.norm or ([0.0] * C, [1.0] * C)
         self._norm_pairs = np.array(self._mean_std, np.float32).T.copy()
+        self._decoding = [ch.cf.core_args() if ch.cf is not None else (False, 1.0, -0.0, [])
+                          for ch in self.spec.channels]
         from ._threads import make_executor
 
         # Separate pools: I/O (file reads, shard indexes) and host-side decode work (framing
@@ -692,9 +737,9 @@ class Loader:
         shape = [len(samples), steps, C, *self.spatial_shape]
         dev = "cuda" if self.on_gpu else "cpu"
         stream = self._stream(worker) if self.on_gpu else None
-        # On the GPU the normalisation and cast happen as the chunks are copied into the batch
-        # (one pass, no float32 copy of the batch); on the host, in NumPy after the read.
-        fused = self._transform and self.on_gpu
+        # CF decoding, normalisation and cast happen as the chunks are copied into the batch (one
+        # pass, no float32 copy of the batch), on the GPU or by the host threads.
+        fused = self._transform
         share = self.decode_share
         # Whether zarrflow's pools grew while this batch was made (by this worker or another):
         # such a batch waited for the driver (pinned pages mapped and registered, cudaMalloc),
@@ -709,7 +754,8 @@ class Loader:
                                       "auto", self._executor, self.cache, self.host_cache,
                                       self._decode_executor, share,
                                       self._row_norms(len(table)) if fused else None,
-                                      shard_indexes=self.shard_indexes)
+                                      shard_indexes=self.shard_indexes,
+                                      decode=self._decoding if fused else None)
         except StoreIOError as e:
             if not self.on_gpu or "out of memory" not in str(e):
                 raise
@@ -722,11 +768,9 @@ class Loader:
                                         f"(samples {list(map(int, samples))})")
         out, nans = raw, int(report.get("nans", 0)) if report else 0
         if not self.on_gpu:
-            if self._transform:
-                out, nans = _normalize_cpu(np.from_dlpack(raw), *self._mean_std, self.dtype,
-                                           int(np.prod(self.spatial_shape)))
-            else:
-                nans = int(np.isnan(np.from_dlpack(raw)).sum())
+            out = _host_array(raw, self.dtype if fused else "float32")
+            if not fused:
+                nans = int(np.isnan(out).sum())
         t_end = time.perf_counter()
         delta = {"read_s": t_end - t0, "batches": 1, "samples": len(samples),
                  "batch_bytes": self._batch_bytes(len(samples)),
@@ -963,40 +1007,17 @@ def _rank_world(rank: int | None, world_size: int | None) -> tuple[int, int]:
     return (rank or 0), (world_size or 1)
 
 
-_norm_pool = None
+def _host_array(t: Any, dtype: str) -> np.ndarray:
+    """A host batch (zarrflow Tensor) as a NumPy array, without a copy. NumPy's DLPack import
+    has no bfloat16: those batches are viewed through their buffer (which keeps `t` alive)."""
+    if dtype != "bfloat16":
+        return np.from_dlpack(t)
+    import ctypes
 
-
-def _normalize_cpu(a: np.ndarray, mean, std, dtype: str, inner: int) -> tuple[np.ndarray, int]:
-    """(x - mean) * (1 / std) in float32 — the GPU kernel's arithmetic, so results match bit for
-    bit — then cast, one (sample, step) slice per task on a thread pool (NumPy releases the GIL;
-    on one thread this pass, not the decode, bounded the CPU loader)."""
-    global _norm_pool
-    if _norm_pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        from ._threads import default_threads
-
-        _norm_pool = ThreadPoolExecutor(default_threads(), thread_name_prefix="zarrflow-norm")
-    shape = a.shape
-    v = a.reshape(shape[0] * shape[1], shape[2], inner)
-    m = np.asarray(mean, np.float32)[None, :, None]
-    inv = (np.float32(1) / np.asarray(std, np.float32))[None, :, None]
-    out = np.empty(v.shape, _numpy_dtype(dtype))
-
-    def work(i: int) -> int:
-        x = v[i:i + 1]
-        if out.dtype == np.float32:  # straight into the output
-            dst = out[i:i + 1]
-            np.subtract(x, m, out=dst)
-            dst *= inv
-        else:  # one float32 slice, then the cast
-            tmp = x - m
-            tmp *= inv
-            out[i:i + 1] = tmp
-        return int(np.isnan(x).sum())
-
-    nans = sum(_norm_pool.map(work, range(v.shape[0])))
-    return out.reshape(shape), nans
+    shape = tuple(t.shape)
+    buf = (ctypes.c_uint8 * (int(np.prod(shape, dtype=np.int64)) * 2)).from_address(t.data_ptr)
+    buf.tensor = t
+    return np.frombuffer(buf, _numpy_dtype(dtype)).reshape(shape)
 
 
 def stored_stats(store: Any, variables: Sequence[str], *, channel_dim: str = "variable",
@@ -1046,13 +1067,15 @@ def _stats(spec: DatasetSpec, mean: list, std: list, path: str | None) -> dict:
 def compute_stats(store: Any, variables: Sequence[str], *, every: int = 1, path: str | None = None,
                   **spec_kw: Any) -> dict:
     """Per-channel mean and std over the time steps (every `every`-th), in float64; NaNs skipped.
+    Statistics of the decoded values (masked values skipped, packed values unpacked; see Loader).
     Saved as JSON to `path` when given; pass the dict or the path as Loader(normalize=...)."""
     spec = DatasetSpec.build(store, variables, **spec_kw)
     mean, std = [], []
     for ch in spec.channels:
         total = sq = count = 0.0
         for t in range(0, spec.ntime, every):
-            a = ch.array[ch.key(t)].astype(np.float64)
+            raw = ch.array[ch.key(t)]
+            a = ch.cf.decode(raw) if ch.cf is not None else raw.astype(np.float64)
             a = a[~np.isnan(a)]
             total += a.sum()
             sq += (a * a).sum()

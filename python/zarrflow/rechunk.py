@@ -39,7 +39,7 @@ import numpy as np
 
 from . import errors
 from ._api import Array, Group, open as zf_open
-from ._cf_packing import Packing, carry_fill, decoded_attrs, packing_of
+from ._cf import CFDecoding, carry_fill, decoded_attrs, unpack_decoding
 from ._codec_choice import CodecChoice
 from ._names import unknown_name
 from ._progress import Progress
@@ -227,10 +227,10 @@ def _array_plan(name: str, src: _Source, opts: Options) -> ArrayPlan:
     if not _writable_by_tensorstore(src.dtype):  # datetimes, strings: copied as they are
         return _finish_plan(name, src.shape, src.dtype, src.dims, src.fill_value, attrs, src.read,
                             src.chunks, opts, writer="zarr")
-    packing = (packing_of(src.attrs, src.dtype, src.zarr_format, src.fill_value)
+    packing = (unpack_decoding(name, src.attrs, src.dtype, src.zarr_format, src.fill_value)
                if opts.decode_cf else None)
     if packing is None:
-        attrs, fill = carry_fill(attrs, src.dtype, src.fill_value, src.zarr_format,
+        attrs, fill = carry_fill(name, attrs, src.dtype, src.fill_value, src.zarr_format,
                                  opts.zarr_format)
         return _finish_plan(name, src.shape, src.dtype, src.dims, fill, attrs, src.read,
                             src.chunks, opts)
@@ -283,8 +283,9 @@ def _stack_plans(group: Group, opts: Options) -> tuple[ArrayPlan, set[str]]:
             raise RechunkError(f"rechunk --stack: {ch.name} is {ch.array.dtype}; only numbers "
                                "can be stacked")
     dtype = _decoded_dtype(opts)
-    packs: list[Packing | None] = [
-        packing_of(ch.array.attrs, ch.array.dtype, ch.array.zarr_format, ch.array.fill_value)
+    packs: list[CFDecoding | None] = [
+        unpack_decoding(ch.array.path, ch.array.attrs, ch.array.dtype, ch.array.zarr_format,
+                        ch.array.fill_value)
         for ch in channels]
     nchan = len(channels)
     shape = (ntime, nchan, *sshape)
@@ -325,7 +326,7 @@ def _all_channels(group: Group, time_dim: str = "time", level_dim: str = "level"
         dims = arr.dims or ()
         if time_dim not in dims or arr.ndim < 3:
             continue
-        packing = packing_of(arr.attrs, arr.dtype, arr.zarr_format, arr.fill_value)
+        packing = unpack_decoding(name, arr.attrs, arr.dtype, arr.zarr_format, arr.fill_value)
         if arr.dtype.kind != "f" and not (packing is not None and packing.packed):
             continue
         if level_dim in dims:

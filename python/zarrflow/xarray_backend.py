@@ -69,6 +69,10 @@ class ZarrflowBackendArray(BackendArray):
         value = indexing.explicit_indexing_adapter(key, self.shape, support, self._getitem)
         if self.dtype.kind == "T" and isinstance(value, str):
             return np.asarray(value, dtype=self.dtype)  # keep a 0-d StringDType a NumPy array
+        if self.dtype.kind in "SU" and not self.shape:
+            # zarr-python returns a 0-d array's element as a NumPy scalar, so engine="zarr" gives
+            # fixed-width text the element's own width (b"sea_ice" in "|S64" loads as "|S7").
+            return np.asarray(np.asarray(value)[()])
         return value
 
     def _getitem(self, key: tuple) -> Any:

@@ -2,11 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "zarrflow/codec/numcodecs_v3.h"
 #include "zarrflow/codec/registry.h"
 
 namespace zarrflow {
 
-Result<CodecChain> CodecChain::from_v3_json(const nlohmann::json& codecs, const ChunkSpec& spec) {
+Result<CodecChain> CodecChain::from_v3_json(const nlohmann::json& stored, const ChunkSpec& spec) {
+  ZF_ASSIGN_OR_RETURN(const nlohmann::json codecs, lower_numcodecs_filters(stored, spec));
   if (!codecs.is_array())
     return invalid_metadata("'codecs' must be an array, got " + codecs.dump());
   std::vector<std::shared_ptr<const Codec>> built;

@@ -3,6 +3,10 @@
 #include <libdeflate.h>
 #include <zstd.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "zarrflow/codec/crc32c.h"
@@ -40,6 +44,67 @@ TEST(GpuFraming, AnalyzeChain) {
   auto sharded = analyze_chain(chain(R"([{"name":"sharding_indexed","configuration":{
       "chunk_shape":[4,4],"codecs":[{"name":"bytes","configuration":{"endian":"little"}}]}}])"));
   EXPECT_FALSE(sharded.gpu);
+}
+
+// Codecs without a GPU decoder (numcodecs bz2, zarr-python's numcodecs filters, which decode as
+// bytes→bytes codecs after `bytes`) go to the host, and the reason names them.
+TEST(GpuFraming, HostCodecsSayWhich) {
+  auto bz2 = analyze_chain(chain(R"([{"name":"bytes","configuration":{"endian":"little"}},
+      {"name":"numcodecs.bz2","configuration":{"level":3}}])"));
+  EXPECT_FALSE(bz2.gpu);
+  EXPECT_EQ(bz2.reason, "codec 'bz2(level=3)' has no GPU decoder");
+  auto delta = analyze_chain(chain(R"([{"name":"numcodecs.delta","configuration":{
+      "dtype":"float32"}},{"name":"bytes","configuration":{"endian":"little"}}])"));
+  EXPECT_FALSE(delta.gpu);
+  EXPECT_NE(delta.reason.find("delta(dtype='<f4'"), std::string::npos) << delta.reason;
+  auto filtered = analyze_chain(chain(R"([{"name":"numcodecs.delta","configuration":{
+      "dtype":"float32"}},{"name":"bytes","configuration":{"endian":"little"}},{"name":"zstd"}])"));
+  EXPECT_FALSE(filtered.gpu);
+  EXPECT_NE(filtered.reason.find("delta"), std::string::npos) << filtered.reason;
+}
+
+// Every numcodecs filter zarr-python writes (lowered to a bytes→bytes codec after `bytes`) sends
+// its chunks to the host, alone or before a codec the GPU decodes: the GPU decoders would hand
+// back the filter's encoded bytes as the elements. The reason names the filter.
+TEST(GpuFraming, NumcodecsFilterChainsDecodeOnTheHost) {
+  const DataType f4{DTypeKind::kFloat, 4}, f8{DTypeKind::kFloat, 8}, b1{DTypeKind::kBool, 1};
+  const std::vector<std::tuple<std::string, DataType, std::string>> filters = {
+      {R"({"name":"numcodecs.delta","configuration":{"dtype":"float32"}})", f4, "delta("},
+      {R"({"name":"numcodecs.fixedscaleoffset","configuration":{"offset":10,"scale":100,
+          "dtype":"float64","astype":"int32"}})",
+       f8, "fixedscaleoffset("},
+      {R"({"name":"numcodecs.astype","configuration":{"encode_dtype":"float32",
+          "decode_dtype":"float64"}})",
+       f8, "astype("},
+      {R"({"name":"numcodecs.quantize","configuration":{"digits":2,"dtype":"float64"}})", f8,
+       "quantize("},
+      {R"({"name":"numcodecs.bitround","configuration":{"keepbits":6}})", f4, "bitround"},
+      {R"({"name":"numcodecs.packbits","configuration":{}})", b1, "packbits"}};
+  for (const char* endian : {"little", "big"}) {
+    for (const auto& [filter, type, named] : filters) {
+      const std::string bytes = type.size > 1 ? R"({"name":"bytes","configuration":{"endian":")" +
+                                                    std::string(endian) + R"("}})"
+                                              : R"({"name":"bytes"})";
+      for (const std::string after : {"", R"(,{"name":"zstd"})", R"(,{"name":"numcodecs.lz4"})"}) {
+        const std::string json = "[" + filter + "," + bytes + after + "]";
+        const ChainProgram p = analyze_chain(chain(json.c_str(), type));
+        EXPECT_FALSE(p.gpu) << json;
+        // (bitround decodes as the identity: stored big-endian, it lowers to the byte swap)
+        const std::string want =
+            named == "bitround" && std::string(endian) == "big" ? "astype(" : named;
+        EXPECT_NE(p.reason.find(want), std::string::npos) << json << ": " << p.reason;
+      }
+    }
+  }
+  // numcodecs.shuffle is a bytes→bytes codec of its own in zarr-python's chains.
+  for (const std::string after : {"", R"(,{"name":"zstd"})"}) {
+    const std::string json = R"([{"name":"bytes","configuration":{"endian":"little"}},
+        {"name":"numcodecs.shuffle","configuration":{"elementsize":4}})" +
+                             after + "]";
+    const ChainProgram p = analyze_chain(chain(json.c_str()));
+    EXPECT_FALSE(p.gpu) << json;
+    EXPECT_NE(p.reason.find("shuffle("), std::string::npos) << p.reason;
+  }
 }
 
 TEST(GpuFraming, ZstdPayloadAndFallbacks) {

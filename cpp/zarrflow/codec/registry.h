@@ -4,6 +4,7 @@
 // them all (explicit calls, not static initialisers, so a static library keeps every codec).
 // Factories validate their configuration and bind to the ChunkSpec the codec will decode to; a
 // bad configuration is kInvalidMetadata naming the codec and the field.
+// Names no registry knows go to the foreign-codec factory when one is installed (foreign.h).
 // Thread-safety: registries are filled once, on first use, then only read.
 #pragma once
 
@@ -26,9 +27,13 @@ class CodecRegistry {
   using Factory = std::function<Result<std::shared_ptr<const Codec>>(
       const nlohmann::json& configuration, const ChunkSpec& spec)>;
 
+  // The registry of Zarr v3 names (3) or numcodecs ids for Zarr v2 (2).
+  explicit CodecRegistry(int zarr_format = 3) : zarr_format_(zarr_format) {}
+
   void add(std::string name, Factory factory);
   [[nodiscard]] bool contains(std::string_view name) const;
-  // Unknown names are kUnimplemented: "codec 'bz2' is not supported".
+  // Unknown names go to the foreign-codec factory (v2 ids, v3 "numcodecs.<id>"), else are
+  // kUnimplemented: "codec 'x' is not supported".
   Result<std::shared_ptr<const Codec>> create(std::string_view name,
                                               const nlohmann::json& configuration,
                                               const ChunkSpec& spec) const;
@@ -38,6 +43,11 @@ class CodecRegistry {
   static const CodecRegistry& v2();
 
  private:
+  Result<std::shared_ptr<const Codec>> create_foreign(std::string_view name,
+                                                      const nlohmann::json& configuration,
+                                                      const ChunkSpec& spec) const;
+
+  int zarr_format_;
   std::map<std::string, Factory, std::less<>> factories_;
 };
 

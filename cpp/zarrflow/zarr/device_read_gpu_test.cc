@@ -532,8 +532,73 @@ TEST_F(DeviceReadTest, NormaliseAndCastOnEveryPath) {
   Status s = DeviceReader().read_many({&req, 1}, opt);
   cudaFree(d);
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("float32"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("reads another type than the array's int32"), std::string::npos)
+      << s.message();
   EXPECT_NE(s.message().find("i'"), std::string::npos) << s.message();
+}
+
+// The NaN count is of elements written: requests that share a block (x at t+1 is y at t) count
+// its NaNs once each on every path, also where the host threads decode and convert the block
+// once and copy it up twice, and for the missing chunk's NaN fill.
+TEST_F(DeviceReadTest, NansAreCountedPerRequestThatSharesABlock) {
+  const auto with_nans = [](const Bytes& raw) {
+    Bytes b(raw);
+    const float nan = std::nanf("");
+    std::memcpy(b.data(), &nan, 4);
+    std::memcpy(b.data() + 40, &nan, 4);
+    return blosc_lz4(b);
+  };
+  auto store = make("n", kBloscLz4, with_nans);
+  const auto owner = open_array(store, "n");
+  const Array& arr = *owner;
+  const Shape full{5, 9, 7};
+  std::vector<float> ref(5 * 9 * 7);
+  ASSERT_TRUE(arr.read(Selection::full(full),
+                       {reinterpret_cast<std::byte*>(ref.data()), full, c_strides(full, 4)},
+                       ReadOptions{})
+                  .ok());
+  // Chunk (0, 0, 0) twice (a dense destination: converted by the host threads when they decode
+  // it), and a region across chunks and the missing one twice (scattered on the GPU).
+  const Selection chunk{{0, 0, 0}, {2, 4, 3}, {1, 1, 1}}, across{{1, 2, 1}, {4, 7, 6}, {1, 1, 1}};
+  const std::vector<Selection> regions = {chunk, chunk, across, across};
+  std::uint64_t want = 0;
+  std::vector<std::int64_t> offsets{0};
+  for (const auto& r : regions) {
+    for (std::int64_t a = 0; a < r.count[0]; ++a)
+      for (std::int64_t b = 0; b < r.count[1]; ++b)
+        for (std::int64_t c = 0; c < r.count[2]; ++c)
+          want += std::isnan(ref[((r.start[0] + a) * 9 + r.start[1] + b) * 7 + r.start[2] + c]);
+    offsets.push_back(offsets.back() + r.count[0] * r.count[1] * r.count[2] * 2);
+  }
+  ASSERT_GT(want, 0u);
+  const ElementTransform tf{OutType::kBFloat16, 1.f, 0.5f};
+  const std::vector<ElementTransform> tfs(regions.size(), tf);
+  for (const char* path : {"gpu", "host", "cache"}) {
+    void* d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, offsets.back()), cudaSuccess);
+    std::vector<DeviceReadRequest> reqs;
+    for (std::size_t i = 0; i < regions.size(); ++i)
+      reqs.push_back({&arr,
+                      regions[i],
+                      {static_cast<std::byte*>(d) + offsets[i], regions[i].count,
+                       c_strides(regions[i].count, 2)}});
+    DeviceReader reader;
+    ChunkCache cache(std::uint64_t{1} << 20);
+    DeviceReadOptions opt;
+    opt.decode = std::string(path) == "host" ? GpuDecode::kOff : GpuDecode::kOn;
+    opt.transforms = tfs;
+    if (std::string(path) == "cache") {
+      opt.cache = &cache;
+      ASSERT_TRUE(reader.read_many(reqs, opt).ok()) << path;  // fills the cache
+    }
+    DeviceReadReport report;
+    const Status s = reader.read_many(reqs, opt, &report);
+    cudaFree(d);
+    ASSERT_TRUE(s.ok()) << path << ": " << s.to_string();
+    EXPECT_GT(report.deduplicated, 0) << path;
+    if (std::string(path) == "host") EXPECT_GT(report.host_transformed, 0) << path;
+    EXPECT_EQ(report.nans, want) << path;
+  }
 }
 
 TEST_F(DeviceReadTest, CorruptChunkNamesTheKeyAndTheGpuStaysUsable) {

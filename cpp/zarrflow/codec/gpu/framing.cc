@@ -99,7 +99,9 @@ ChainProgram analyze_chain(const CodecChain& chain) {
   ChainProgram p;
   const ArrayToBytesCodec& a2b = chain.array_to_bytes();
   if (a2b.name() != "bytes") {
-    p.reason = a2b.name() + " inside a chunk";
+    p.reason = a2b.name() == "sharding_indexed"
+                   ? a2b.name() + " inside a chunk"
+                   : "codec '" + a2b.describe() + "' has no GPU decoder";
     return p;
   }
   const ChunkSpec& spec = chain.array_to_bytes_spec();
@@ -126,7 +128,7 @@ ChainProgram analyze_chain(const CodecChain& chain) {
     } else if (name == "blosc") {
       p.codec = GpuCodec::kBlosc;
     } else {
-      p.reason = "codec '" + name + "' has no GPU decoder";
+      p.reason = "codec '" + b2b[0]->describe() + "' has no GPU decoder";
       return p;
     }
   }

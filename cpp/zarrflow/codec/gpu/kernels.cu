@@ -137,11 +137,13 @@ __device__ inline std::uint32_t pack2(OutType t, float a, float b) {
 
 // `n` contiguous float32 elements into `n` contiguous outputs, by the block's threads: four at a
 // time (one 16-byte load, one 16- or 8-byte store) where both ends are aligned for it. Returns
-// this thread's count of NaN inputs.
+// this thread's count of NaN inputs (of masked ones too). Float32 sources without packing:
+// is_plain (kMasked false), or with masks (a v2 fill_value, a _FillValue attribute).
+template <bool kMasked>
 __device__ unsigned long long transform_row(const std::uint8_t* src, std::uint8_t* dst,
                                             std::int64_t n, const ScatterJob& job) {
-  const float m = job.mean, k = job.inv_std;
-  const OutType t = job.out;
+  const float m = job.tf.mean, k = job.tf.inv_std;
+  const OutType t = job.tf.out;
   const std::uint32_t osize = out_type_size(t);
   unsigned long long nans = 0;
   std::int64_t done = 0;
@@ -150,7 +152,13 @@ __device__ unsigned long long transform_row(const std::uint8_t* src, std::uint8_
     const std::int64_t v = n / 4;
     const auto* s4 = reinterpret_cast<const float4*>(src);
     for (std::int64_t i = threadIdx.x; i < v; i += blockDim.x) {
-      const float4 x = s4[i];
+      float4 x = s4[i];
+      if constexpr (kMasked) {
+        x.x = decode_element_as<false, true>(x.x, job.tf);
+        x.y = decode_element_as<false, true>(x.y, job.tf);
+        x.z = decode_element_as<false, true>(x.z, job.tf);
+        x.w = decode_element_as<false, true>(x.w, job.tf);
+      }
       nans +=
           (isnan(x.x) ? 1 : 0) + (isnan(x.y) ? 1 : 0) + (isnan(x.z) ? 1 : 0) + (isnan(x.w) ? 1 : 0);
       const float a = (x.x - m) * k, b = (x.y - m) * k, c = (x.z - m) * k, d = (x.w - m) * k;
@@ -163,11 +171,102 @@ __device__ unsigned long long transform_row(const std::uint8_t* src, std::uint8_
     done = v * 4;
   }
   for (std::int64_t i = done + threadIdx.x; i < n; i += blockDim.x) {
-    const float x = load_f32(src + 4 * i, 1);
+    float x = load_f32(src + 4 * i, 1);
+    if constexpr (kMasked) x = decode_element_as<false, true>(x, job.tf);
     nans += isnan(x) ? 1 : 0;
     store_out(dst + osize * i, t, (x - m) * k);
   }
   return nans;
+}
+
+// A raw element of type T at any byte address: little-endian as stored, or big-endian (`swap`).
+template <typename T>
+__device__ inline T load_raw(const std::uint8_t* p, bool swap) {
+  constexpr unsigned n = sizeof(T);
+  T v;
+  if (!swap && reinterpret_cast<std::uintptr_t>(p) % n == 0) {
+    memcpy(&v, __builtin_assume_aligned(p, n), n);
+    return v;
+  }
+  std::uint8_t b[n];
+  for (unsigned i = 0; i < n; ++i) b[i] = p[swap ? n - 1 - i : i];
+  memcpy(&v, b, n);
+  return v;
+}
+
+// decode_element of the raw element at `p`, of the transform's source type.
+__device__ inline float load_decode(const std::uint8_t* p, bool swap, const ElementTransform& tf) {
+  switch (tf.in) {
+    case InType::kFloat32:
+      return decode_element(load_raw<float>(p, swap), tf);
+    case InType::kFloat64:
+      return decode_element(load_raw<double>(p, swap), tf);
+    case InType::kFloat16:
+      return decode_element(load_raw<Float16Bits>(p, swap), tf);
+    case InType::kBFloat16:
+      return decode_element(load_raw<BFloat16Bits>(p, swap), tf);
+    case InType::kInt8:
+      return decode_element(load_raw<std::int8_t>(p, swap), tf);
+    case InType::kInt16:
+      return decode_element(load_raw<std::int16_t>(p, swap), tf);
+    case InType::kInt32:
+      return decode_element(load_raw<std::int32_t>(p, swap), tf);
+    case InType::kInt64:
+      return decode_element(load_raw<std::int64_t>(p, swap), tf);
+    case InType::kUInt8:
+      return decode_element(load_raw<std::uint8_t>(p, swap), tf);
+    case InType::kUInt16:
+      return decode_element(load_raw<std::uint16_t>(p, swap), tf);
+    case InType::kUInt32:
+      return decode_element(load_raw<std::uint32_t>(p, swap), tf);
+    default:
+      return decode_element(load_raw<std::uint64_t>(p, swap), tf);
+  }
+}
+
+// `n` contiguous elements of type T into `n` contiguous outputs through the full transform
+// (masks, packing), one element per thread at a time. Returns this thread's NaN count.
+template <typename T>
+__device__ unsigned long long decode_row_of(const std::uint8_t* src, std::uint8_t* dst,
+                                            std::int64_t n, const ElementTransform& tf) {
+  const std::uint32_t osize = out_type_size(tf.out);
+  unsigned long long nans = 0;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float f = decode_element(load_raw<T>(src + sizeof(T) * i, false), tf);
+    nans += isnan(f) ? 1 : 0;
+    store_out(dst + osize * i, tf.out, normalize_element(f, tf));
+  }
+  return nans;
+}
+
+__device__ unsigned long long decode_row(const std::uint8_t* src, std::uint8_t* dst, std::int64_t n,
+                                         const ElementTransform& tf) {
+  switch (tf.in) {
+    case InType::kFloat32:
+      return decode_row_of<float>(src, dst, n, tf);
+    case InType::kFloat64:
+      return decode_row_of<double>(src, dst, n, tf);
+    case InType::kFloat16:
+      return decode_row_of<Float16Bits>(src, dst, n, tf);
+    case InType::kBFloat16:
+      return decode_row_of<BFloat16Bits>(src, dst, n, tf);
+    case InType::kInt8:
+      return decode_row_of<std::int8_t>(src, dst, n, tf);
+    case InType::kInt16:
+      return decode_row_of<std::int16_t>(src, dst, n, tf);
+    case InType::kInt32:
+      return decode_row_of<std::int32_t>(src, dst, n, tf);
+    case InType::kInt64:
+      return decode_row_of<std::int64_t>(src, dst, n, tf);
+    case InType::kUInt8:
+      return decode_row_of<std::uint8_t>(src, dst, n, tf);
+    case InType::kUInt16:
+      return decode_row_of<std::uint16_t>(src, dst, n, tf);
+    case InType::kUInt32:
+      return decode_row_of<std::uint32_t>(src, dst, n, tf);
+    default:
+      return decode_row_of<std::uint64_t>(src, dst, n, tf);
+  }
 }
 
 // One thread block per tile of kScatterTile elements of one job.
@@ -189,8 +288,12 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
     const std::int64_t first = (tile - tile_starts[lo]) * kScatterTile;
     const std::int64_t last = min(first + kScatterTile, job.count);
     const std::uint32_t elem = job.elem;
-    const bool transform = job.out != OutType::kStored;
-    const std::uint32_t oelem = transform ? out_type_size(job.out) : elem;
+    const bool transform = job.tf.out != OutType::kStored;
+    const bool plain = transform && is_plain(job.tf);
+    // float32 with masks only: the four-at-a-time rows of plain ones
+    const bool masked_f32 =
+        transform && job.tf.in == InType::kFloat32 && !job.tf.packed && job.tf.masks != 0;
+    const std::uint32_t oelem = transform ? out_type_size(job.tf.out) : elem;
     const int inner = job.ndim - 1;  // -1 for a single element (every dimension merged away)
     if (inner >= 0 && job.src != nullptr && job.swap_unit <= 1 && job.src_strides[inner] == elem &&
         job.dst_strides[inner] == oelem) {
@@ -207,9 +310,15 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
           dof += i * job.dst_strides[d];
         }
         const std::int64_t n = min(last - e, row_len - col);
-        if (transform) {
+        if (plain) {
           local_nans +=
-              transform_row(job.src + so + col * elem, job.dst + dof + col * oelem, n, job);
+              transform_row<false>(job.src + so + col * elem, job.dst + dof + col * oelem, n, job);
+        } else if (masked_f32) {
+          local_nans +=
+              transform_row<true>(job.src + so + col * elem, job.dst + dof + col * oelem, n, job);
+        } else if (transform) {
+          local_nans +=
+              decode_row(job.src + so + col * elem, job.dst + dof + col * oelem, n, job.tf);
         } else {
           block_copy(job.src + so + col * elem, job.dst + dof + col * elem, n * elem);
         }
@@ -226,11 +335,12 @@ __global__ void scatter_kernel(const ScatterJob* jobs, std::uint32_t n,
         dof += i * job.dst_strides[d];
       }
       std::uint8_t* dst = job.dst + dof;
-      if (transform) {  // float32 in (elem == 4), fill values included
-        const float x = load_f32(job.src != nullptr ? job.src + so : job.fill,
-                                 job.src != nullptr ? job.swap_unit : 1);
+      if (transform) {  // fill values included (stored in native order)
+        const std::uint8_t* from = job.src != nullptr ? job.src + so : job.fill;
+        const bool swap = job.src != nullptr && job.swap_unit > 1;
+        const float x = plain ? load_f32(from, swap ? 4 : 1) : load_decode(from, swap, job.tf);
         local_nans += isnan(x) ? 1 : 0;
-        store_out(dst, job.out, (x - job.mean) * job.inv_std);
+        store_out(dst, job.tf.out, normalize_element(x, job.tf));
         continue;
       }
       std::uint8_t v[32];

@@ -5,8 +5,8 @@
 //                    Blosc-LZ4 and numcodecs-LZ4 decode on the GPU even without nvCOMP)
 //   unshuffle        one thread block per Blosc block: byte or bit un-shuffle
 //   scatter          strided N-d copy of decoded chunks into the destination (edge clipping,
-//                    transpose, byte swap) or fill of missing chunks with the fill value; for
-//                    float32 data optionally normalised and cast on the way (training batches)
+//                    transpose, byte swap) or fill of missing chunks with the fill value;
+//                    optionally CF-decoded, normalised and cast on the way (training batches)
 //   check_sizes      compares nvCOMP's actual output sizes with the expected ones
 //   verify_checksums one thread block per inflated zlib / gzip stream: its Adler-32 / CRC-32
 //                    against the stream's trailer (nvCOMP ignores trailers; codec/gpu/checksum.h)
@@ -49,11 +49,11 @@ struct ScatterJob {
   std::int32_t ndim;
   std::uint32_t elem;       // bytes per source element (<= 32)
   std::uint32_t swap_unit;  // > 1: reverse the bytes of each swap_unit-sized scalar
-  // kStored: bytes as decoded. Otherwise float32 elements (elem == 4) are written as
-  // cast((x - mean) * inv_std) (core/normalize.h), NaNs counted: the loader's normalisation
-  // fused into the copy, so a batch is written once, in its training dtype.
-  OutType out;
-  float mean, inv_std;
+  // tf.out == kStored: bytes as decoded. Otherwise elements of type tf.in (elem bytes) are
+  // written as cast(normalize_element(decode_element(v))) (core/normalize.h), NaNs counted: the
+  // loader's CF decoding and normalisation fused into the copy, so a batch is written once, in
+  // its training dtype.
+  ElementTransform tf;
   std::int64_t shape[kMaxScatterDims];
   std::int64_t src_strides[kMaxScatterDims];  // bytes
   std::int64_t dst_strides[kMaxScatterDims];  // bytes

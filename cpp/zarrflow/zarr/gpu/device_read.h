@@ -10,9 +10,9 @@
 //   → batched decoders: nvCOMP zstd and deflate (gzip/zlib), zarrflow's own LZ4 / blosclz /
 //     stored-stream kernel (Blosc inner streams and numcodecs LZ4), then Blosc byte/bit un-shuffle
 //   → one scatter kernel: decoded chunks into the destination (edge clipping, transpose, byte
-//     swap, optionally normalisation and cast: ElementTransform) and fill values for missing
-//     chunks. Whole chunks read into a dense native-order destination without a transform are
-//     decoded (or copied up) in place and skip the scatter.
+//     swap, optionally CF decoding, normalisation and cast: ElementTransform) and fill values
+//     for missing chunks. Whole chunks read into a dense native-order destination without a
+//     transform are decoded (or copied up) in place and skip the scatter.
 // Chunks whose codecs have no GPU decoder (or when gpu_decode is off, or nvCOMP is missing for
 // zstd/deflate) are decoded by the CPU path into pinned memory and copied up; the report says
 // which and why. A chunk that fails on the GPU is decoded again on the CPU, which either
@@ -100,8 +100,9 @@ struct DeviceReadOptions {
   // it moves decoding onto otherwise idle cores and gives the model its SMs back. Uncompressed
   // chunks are not counted: they have nothing to decode and keep their own path.
   double host_share = 0.0;
-  // Empty, or one per request: write cast((x - mean) * inv_std) instead of the float32
-  // elements x (core/normalize.h; kStored = as stored), NaNs counted in the report. The
+  // Empty, or one per request: write the element transform's output (core/normalize.h: CF
+  // decoding of the stored value, then cast((f - mean) * inv_std); kStored = as stored) instead
+  // of the elements, NaNs counted in the report. tf.in must be the array's data type. The
   // request's destination strides then count bytes of the output type. Chunks the host threads
   // decoded (or read uncompressed) into a dense destination are converted on the host and
   // copied up at the output size; the rest on the GPU, in the scatter. Same bytes either way.

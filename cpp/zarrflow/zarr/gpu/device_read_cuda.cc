@@ -60,6 +60,9 @@ struct Item {
   // A CPU-decoded duplicate selecting the same block with the same transform: it uses its first
   // occurrence's host block (cpu_offset, host_tf_offset) instead of decoding again.
   bool reuses_block = false;
+  // NaNs the host threads wrote converting this item's block (host_tf, decoded on the CPU); an
+  // item that reuses_block writes its first occurrence's block again, with as many NaNs.
+  std::uint64_t host_tf_nans = 0;
 
   Mode mode = Mode::kGpu;
   std::string cpu_reason;
@@ -89,11 +92,19 @@ std::string where(const Array& arr, const Shape& chunk, const Shape& inner = {})
 }
 std::string where(const Item& it) { return where(*it.arr, it.chunk, it.inner); }
 
+bool same_transform(const ElementTransform& a, const ElementTransform& b) {
+  if (a.out != b.out || a.mean != b.mean || a.inv_std != b.inv_std || a.in != b.in ||
+      a.packed != b.packed || a.masks != b.masks || a.scale != b.scale || a.offset != b.offset)
+    return false;
+  for (int i = 0; i < kMaxMasks; ++i)
+    if (a.mask[i] != b.mask[i]) return false;
+  return true;
+}
+
 // Two items of one stored chunk want the same decoded block, converted the same way.
 bool same_block(const Item& a, const Item& b) {
-  const bool same_tf = (a.tf == nullptr) == (b.tf == nullptr) &&
-                       (a.tf == nullptr || (a.tf->out == b.tf->out && a.tf->mean == b.tf->mean &&
-                                            a.tf->inv_std == b.tf->inv_std));
+  const bool same_tf =
+      (a.tf == nullptr) == (b.tf == nullptr) && (a.tf == nullptr || same_transform(*a.tf, *b.tf));
   return same_tf && a.host_tf == b.host_tf && a.sel.start == b.sel.start &&
          a.sel.count == b.sel.count && a.sel.step == b.sel.step;
 }
@@ -102,11 +113,21 @@ std::uint64_t decoded_size(const Item& it) {
   return static_cast<std::uint64_t>(it.chain->array_to_bytes_spec().nbytes());
 }
 
-// Bytes of the selected block when decoded on the CPU (C order, the array's element type).
-std::uint64_t cpu_block_bytes(const Item& it) {
+// Elements of the selected block.
+std::uint64_t block_elements(const Item& it) {
   std::uint64_t elems = 1;
   for (auto c : it.sel.count) elems *= std::uint64_t(c);
-  return elems * it.chain->spec().dtype.size;
+  return elems;
+}
+
+// Bytes of the selected block when decoded on the CPU (C order, the array's element type).
+std::uint64_t cpu_block_bytes(const Item& it) {
+  return block_elements(it) * it.chain->spec().dtype.size;
+}
+
+// Bytes of the selected block once transformed (Item::tf set): elements in the output type.
+std::uint64_t converted_block_bytes(const Item& it) {
+  return block_elements(it) * out_type_size(it.tf->out);
 }
 
 // A scatter job copying `sel` of a C-order chunk of `chunk_shape` at `src` (device) into `dest`;
@@ -118,11 +139,7 @@ std::optional<ScatterJob> make_scatter(const std::byte* src, const Shape& chunk_
                                        const std::vector<std::byte>* fill,
                                        const ElementTransform* tf) {
   ScatterJob j{};
-  if (tf != nullptr) {
-    j.out = tf->out;
-    j.mean = tf->mean;
-    j.inv_std = tf->inv_std;
-  }
+  if (tf != nullptr) j.tf = *tf;
   Shape src_strides(sel.count.size(), 0);
   const std::byte* base = src;
   if (src != nullptr) {
@@ -490,10 +507,9 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
                             std::to_string(requests.size()) + " requests");
   for (std::size_t i = 0; i < tfs.size(); ++i) {
     const DataType& dt = requests[i].array->dtype();
-    if (tfs[i].out != OutType::kStored && !(dt.kind == DTypeKind::kFloat && dt.size == 4))
+    if (tfs[i].out != OutType::kStored && in_type_of(dt) != tfs[i].in)
       return invalid_argument(requests[i].array->describe() +
-                              ": normalising and casting on "
-                              "the GPU needs float32 elements, the array has " +
+                              ": the element transform reads another type than the array's " +
                               dt.v3_name());
   }
   auto nv = Nvcomp::get();
@@ -724,8 +740,7 @@ Status ReadOp::fetch(Batch& b) {
     it.host_tf = streams_to_host_tf(it);
     if (it.host_tf) {  // read in pieces and converted: no staging slot
       it.host_tf_offset = converted_total;
-      converted_total =
-          align_up(converted_total + it.stored_size / 4 * out_type_size(it.tf->out), 256);
+      converted_total = align_up(converted_total + converted_block_bytes(it), 256);
       continue;
     }
     it.direct = cufile != nullptr && it.mode == Mode::kGpu && !it.range &&
@@ -915,7 +930,7 @@ Status ReadOp::prepare(Batch& b) {
     cpu_total = align_up(cpu_total + cpu_block_bytes(it), 256);
     if (it.host_tf) {
       it.host_tf_offset = out_total;
-      out_total = align_up(out_total + cpu_block_bytes(it) / 4 * out_type_size(it.tf->out), 256);
+      out_total = align_up(out_total + converted_block_bytes(it), 256);
     }
   }
   if (cpu_total > 0) {
@@ -926,29 +941,36 @@ Status ReadOp::prepare(Batch& b) {
                                             "pinned host-decoded blocks, converted", b));
     }
     std::byte* cpu = b.cpu_host.data();
-    std::atomic<std::uint64_t> nans{0};
     ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
-      const Item& it = items_[b.items[k]];
+      Item& it = items_[b.items[k]];
       if (it.mode != Mode::kCpu || it.reuses_block) return {};
       ZF_RETURN_IF_ERROR(
           cpu_decode(it, staged, ByteSpan(cpu + it.cpu_offset, cpu_block_bytes(it))));
       if (it.host_tf)
-        nans += normalize_cast(reinterpret_cast<const float*>(cpu + it.cpu_offset),
-                               converted_block(b, it), cpu_block_bytes(it) / 4, *it.tf);
+        it.host_tf_nans =
+            normalize_cast(cpu + it.cpu_offset, converted_block(b, it), block_elements(it), *it.tf);
       return {};
     }));
-    report_.nans += nans.load();
+    // NaNs are counted per element written into a destination, as on the CPU path and in the
+    // scatter kernel: a block copied up twice writes its NaNs twice.
+    for (std::size_t idx : b.items) {
+      const Item& it = items_[idx];
+      if (it.mode == Mode::kCpu && it.host_tf)
+        report_.nans +=
+            it.reuses_block ? items_[std::size_t(it.dup_of)].host_tf_nans : it.host_tf_nans;
+    }
   }
   for (std::size_t idx : b.items)
     report_.host_transformed += items_[idx].host_tf && !items_[idx].reuses_block;
   return {};
 }
 
-// Uncompressed float32 chunks of local stores that are read whole into a dense destination are
-// converted as they are read: in pieces through a small per-thread buffer that stays in the
-// core's cache, so the chunk's float32 bytes never land in pinned memory and the host moves
-// 4 + 2 bytes per element instead of 4 + 4 (+ 4 for the copy up). Not when either cache wants
-// the stored bytes, a later item scatters from this one, or O_DIRECT was asked for.
+// Uncompressed chunks of local stores that are read whole into a dense destination with an
+// element transform are converted as they are read: in pieces through a small per-thread buffer
+// that stays in the core's cache, so the chunk's stored bytes never land in pinned memory and
+// the host moves 4 + 2 bytes per float32 element instead of 4 + 4 (+ 4 for the copy up). Not when
+// either cache wants the stored bytes, a later item scatters from this one, or O_DIRECT was asked
+// for.
 bool ReadOp::streams_to_host_tf(const Item& it) const {
   if (it.tf == nullptr || it.mode != Mode::kGpu || it.program->codec != GpuCodec::kNone ||
       it.program->crc32c || it.program->swap_unit > 1 || it.shared || it.host_cached ||
@@ -964,10 +986,12 @@ bool ReadOp::streams_to_host_tf(const Item& it) const {
 }
 
 Status ReadOp::read_converted(Item& it, std::byte* dst, std::atomic<std::uint64_t>& nans) const {
-  constexpr std::uint64_t kPiece = 256 << 10;  // bytes: read, then converted from the cache
-  thread_local std::unique_ptr<float[]> piece(new float[kPiece / 4]);
+  // Bytes read, then converted from the cache: a whole number of elements of every type.
+  constexpr std::uint64_t kPiece = 256 << 10;
+  thread_local std::unique_ptr<std::uint64_t[]> piece(new std::uint64_t[kPiece / 8]);
   const std::uint64_t base = it.range ? it.range->offset : 0;
   const std::uint32_t osize = out_type_size(it.tf->out);
+  const std::uint32_t elem = in_type_size(it.tf->in);
   std::uint64_t found = 0;
   for (std::uint64_t at = 0; at < it.stored_size; at += kPiece) {
     const std::uint64_t n = std::min(kPiece, it.stored_size - at);
@@ -979,7 +1003,7 @@ Status ReadOp::read_converted(Item& it, std::byte* dst, std::atomic<std::uint64_
       it.host_tf = false;
       return {};
     }
-    found += normalize_cast(piece.get(), dst + at / 4 * osize, n / 4, *it.tf);
+    found += normalize_cast(piece.get(), dst + at / elem * osize, n / elem, *it.tf);
   }
   nans += found;
   return {};
@@ -1209,7 +1233,7 @@ Status ReadOp::enqueue(Batch& b) {
   const std::vector<int> zero_status(nslots, 0);
   const std::vector<unsigned long long> zero_nans(1, 0);
   const bool any_transform = std::any_of(scatters.begin(), scatters.end(), [](const ScatterJob& j) {
-    return j.out != OutType::kStored;
+    return j.tf.out != OutType::kStored;
   });
 
   TableBuilder tb;
@@ -1256,7 +1280,7 @@ Status ReadOp::enqueue(Batch& b) {
     if (it.host_tf) {  // dense: the encoded order only permutes shape and strides
       from = converted_block(b, it);
       to = it.dest.data;
-      bytes = cpu_block_bytes(it) / 4 * out_type_size(it.tf->out);
+      bytes = converted_block_bytes(it);
     } else if (it.mode == Mode::kCpu) {
       from = b.cpu_host.data() + it.cpu_offset;
       to = t.copy_up ? it.dest.data : b.d_cpu.data() + it.cpu_offset;
