@@ -3,7 +3,7 @@
     python scripts/wheel/smoke_store.py DIR
 
 DIR/store.zarr (Zarr v2) and DIR/v3.zarr get one array per codec a wheel links statically (Blosc
-with each inner codec and shuffle, zstd, LZ4, gzip, zlib; v3 zstd + crc32c, sharding);
+with each inner codec and shuffle, zstd, LZ4, gzip, zlib, bz2, lzma; v3 zstd + crc32c, sharding);
 DIR/expected.npz the values, keyed "STORE__ARRAY".
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import zarr
-from numcodecs import GZip, LZ4, Zlib, Zstd, Blosc
+from numcodecs import BZ2, LZMA, GZip, LZ4, Zlib, Zstd, Blosc
 
 
 def main() -> None:
@@ -31,6 +31,8 @@ def main() -> None:
         "lz4": LZ4(1),
         "gzip": GZip(5),
         "zlib": Zlib(5),
+        "bz2": BZ2(5),
+        "lzma": LZMA(),
     }
     for name, codec in v2.items():
         a = root.create_array(name, shape=base.shape, chunks=(20, 40), dtype="float32",
