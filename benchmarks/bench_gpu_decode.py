@@ -9,7 +9,7 @@ Each store is read whole with device="cuda", gpu_decode="on" (every chunk decode
 checked once against the CPU read, then read --runs times. Printed and written to --json per
 codec: the median read GB/s and the median decode-stage GB/s (decoded bytes / the read report's
 decode_ms, the GPU time of the decode kernels), decoded GB = 1e9 bytes. Run it with each build on
-the same machine, in the same session, and compare the decode-stage figures.
+the same machine, one after the other, and compare the decode-stage figures.
 
     python3 benchmarks/bench_gpu_decode.py --fields 48 --runs 7 --json after.json
 """

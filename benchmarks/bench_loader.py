@@ -1,17 +1,17 @@
 """Loader benchmark: training batches per second into GPU memory, zarrflow vs the DataLoader
-baseline users have today, on ERA5-like stores shaped like the seed system's.
+baseline users have today, on ERA5-like stores in the two layouts training reads.
 
 Stores (written once; tensorstore writes the data, zarr-python the metadata and coordinates):
   wb2   WeatherBench2-style Zarr v2: t2m (time, lat, lon) and u/v/t/z/q (time, level, lat, lon),
         Blosc-LZ4 byte-shuffle, one field per chunk; 6 channels: t2m + u/v/t/z/q at 500 hPa
-  stack the NCAR–NVIDIA hackathon's stacked Zarr v3 layout: data (time, channel=71, lat, lon), zstd-3, one field
-        per chunk; 71 channels
+  stack stacked Zarr v3: data (time, channel=71, lat, lon), zstd-3, one field per chunk;
+        71 channels
 Grid 721x1440, also cropped to 640x1280. Batch 16, t→t+1, float32 and bfloat16 (normalised).
 Reported per run: samples/s, GB/s of batches (x and y, in the output dtype), and with a simulated
 50 ms training step, the fraction of step time the consumer waited for data. Baseline: a PyTorch
 DataLoader (8 workers, pin_memory) over a map-style Dataset that reads each sample with
-tensorstore (the seed notebook's pattern), then .cuda(); and the same over xarray with tensorstore
-reading (xarray_tensorstore.open_zarr, issue #4's "xarray+tensorstore"), when it is installed.
+tensorstore (a common PyTorch pattern), then .cuda(); and the same over xarray with tensorstore
+reading (xarray_tensorstore.open_zarr), when it is installed.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zarrflow  # noqa: E402
-from zarrflow.synthetic import FieldMaker  # noqa: E402
+from zarrflow.tools.synthetic import FieldMaker  # noqa: E402
 
 NLAT, NLON = 721, 1440
 VARS = ["u_component_of_wind", "v_component_of_wind", "temperature", "geopotential",
@@ -71,7 +71,7 @@ def write_wb2(path: Path, ntime: int, pool: np.ndarray, chunk_hw=(NLAT, NLON)) -
 
 def write_stack(path: Path, ntime: int, pool: np.ndarray, channels: int = 71,
                 chunk_hw=(NLAT, NLON), zstd_level: int | None = 3) -> None:
-    """The hackathon's stacked layout; `zstd_level` None stores the chunks uncompressed."""
+    """The stacked layout; `zstd_level` None stores the chunks uncompressed."""
     import tensorstore as ts
     import zarr
     from zarr.codecs import ZstdCodec
@@ -137,7 +137,7 @@ def run_zarrflow(store, variables, *, crop, dtype, normalize, step_s: float, epo
     ld = zarrflow.Loader(store, variables, batch_size=16, device="cuda", crop=crop, dtype=dtype,
                          normalize=normalize, shuffle="block", seed=0, prefetch=2,
                          workers=workers, cache_gb=cache_gb, host_cache_gb=host_cache_gb,
-                         host_decode_share=share)
+                         host_decode_share=share, drop_last=True)
     try:
         return timed_epochs(ld, variables, dtype=dtype, step_s=step_s, epochs=epochs)
     finally:
@@ -228,7 +228,7 @@ class TsDataset:
 
 
 class XtsDataset(TsDataset):
-    """The baseline as issue #4 names it: the same samples through xarray, with tensorstore doing
+    """The xarray baseline: the same samples through xarray, with tensorstore doing
     the reads (xarray_tensorstore.open_zarr: lazily indexed variables that tensorstore reads)."""
 
     def __getitem__(self, t: int):
@@ -295,8 +295,8 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=4,
                     help="timed epochs per run (x4 for the 6-channel store's 7-batch epochs)")
     ap.add_argument("--only-cache", action="store_true", help="only the cached runs")
-    ap.add_argument("--seed-chunks", action="store_true",
-                    help="only: stores chunked like the hackathon's rechunked store, (640, 1280) per "
+    ap.add_argument("--chunks-640", action="store_true",
+                    help="only: stores chunked (640, 1280) per "
                          "field (edge chunks at 721x1440), read as 640x1280 windows (2 and 3 "
                          "workers) and as whole 721x1440 fields (2 workers)")
     ap.add_argument("--windows", action="store_true",
@@ -319,10 +319,10 @@ def main() -> int:
     data, out = Path(args.data), Path(args.out)
     data.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    tag = ("_c640" if args.seed_chunks else "_windows" if args.windows else
+    tag = ("_c640" if args.chunks_640 else "_windows" if args.windows else
            "_shares" if args.shares else "")
-    chunk_hw = (640, 1280) if args.seed_chunks else (NLAT, NLON)
-    store_tag = "_c640" if args.seed_chunks else ""
+    chunk_hw = (640, 1280) if args.chunks_640 else (NLAT, NLON)
+    store_tag = "_c640" if args.chunks_640 else ""
     wb2 = data / f"wb2_{args.ntime_wb2}{store_tag}.zarr"
     stack = data / f"stack71_{args.ntime_stack}{store_tag}.zarr"
     for path, writer, nt in ((wb2, write_wb2, args.ntime_wb2), (stack, write_stack, args.ntime_stack)):
@@ -348,7 +348,7 @@ def main() -> int:
                 for share in args.shares:
                     add(cfg, grid, "float32", 0.0, 2, share)
             continue
-        if args.seed_chunks:
+        if args.chunks_640:
             for workers in (3, 2):
                 add(cfg, "640x1280", "float32", 0.0, workers)
             # whole fields from the same store: four chunks each (640x1280 and the edges)
@@ -401,7 +401,7 @@ def main() -> int:
                                     (stack, stack_vars, "stacked v3 zstd, 71 ch")):
         tiers = (("GPU", {"cache_gb": 30.0}, 1), ("GPU", {"cache_gb": 30.0}, None),
                  ("pinned host", {"host_cache_gb": 30.0}, None))
-        for tier, kw, workers in (() if args.seed_chunks or args.windows or args.shares else
+        for tier, kw, workers in (() if args.chunks_640 or args.windows or args.shares else
                                   tiers if args.full or args.only_cache else tiers[:2]):
             print(f"run: {label} {tier} cache, {workers} workers", flush=True)
             r = attempt(run_zarrflow, store, variables, crop=None, dtype="float32",
@@ -419,7 +419,7 @@ def main() -> int:
     except ImportError as e:  # listed, not dropped
         results["unavailable"] = {"DataLoader+xarray+tensorstore": str(e)}
         print(f"baseline xarray+tensorstore unavailable: {e}", file=sys.stderr, flush=True)
-    for step in (() if args.only_cache or args.seed_chunks or args.windows or args.shares
+    for step in (() if args.only_cache or args.chunks_640 or args.windows or args.shares
                  else (0.0, 0.05)):
         for base, dataset in baselines:
             try:

@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 import zarrflow
-from zarrflow._progress import Progress
-from zarrflow.synthetic import FieldMaker
+from zarrflow.tools._progress import Progress
+from zarrflow.tools.synthetic import FieldMaker
 
 NLAT, NLON = 721, 1440
 FIELD_BYTES = NLAT * NLON * 4

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 import zarrflow
-from zarrflow.rechunk import Options, _ts_spec, plan, rechunk
-from zarrflow.synth import SynthSpec, synth
+from zarrflow.tools.rechunk import Options, _ts_spec, plan, rechunk
+from zarrflow.tools.synth import SynthSpec, synth
 
 CASES = {
     # name: (target chunks, shards, codec)

@@ -78,7 +78,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import zarrflow  # noqa: E402
-from zarrflow._progress import Progress  # noqa: E402
+from zarrflow.tools._progress import Progress  # noqa: E402
 from bench_read import make_fields  # noqa: E402  (the same ERA5-like fields as bench_read)
 
 BUCKET = "zarrflow-bench"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zarrflow.synthetic import FieldMaker  # noqa: E402
+from zarrflow.tools.synthetic import FieldMaker  # noqa: E402
 
 DEFAULT_REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
 

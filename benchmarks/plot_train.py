@@ -1,4 +1,4 @@
-"""Plot examples/train_unet.py results: samples/s per run (bars) and data-wait share (labels).
+"""Plot benchmarks/train_bench.py results: samples/s per run (bars) and data-wait share (labels).
 
     python benchmarks/plot_train.py docs/results/train_unet_6ch_h100.json \
         docs/results/train_unet_71ch_h100.json --out docs/results/train_unet_h100.png

@@ -4,7 +4,7 @@
    t2m + u/v/t/z/q at 500 hPa:
    - era5_wb2.zarr  — Zarr v2, WeatherBench2-style: one array per variable, (time, level, lat, lon)
      or (time, lat, lon), Blosc-LZ4 byte-shuffle, coordinates as arrays, xarray dims;
-   - era5_stacked.zarr — Zarr v3, the hackathon's stacked layout: one (time, channel, lat, lon)
+   - era5_stacked.zarr — Zarr v3, the stacked layout: one (time, channel, lat, lon)
      array `data`, zstd, sharded by time step with one field per inner chunk.
 2. Prints `zarrflow inspect` of both.
 3. Reads every array with zarrflow and with zarr-python, checks they agree byte for byte, and
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 import zarrflow
-from zarrflow import cli
-from zarrflow.synth import SynthSpec, synth
+from zarrflow.tools import cli
+from zarrflow.tools.synth import SynthSpec, synth
 
 
 def timed_read(fn, repeats: int = 3) -> tuple[float, object]:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds zarrflow here for the GPU host's Python (3.12 by default) and packs it, with the shared
-# libraries the GPU image lacks, into .gpu/ (git-ignored), which the `device` tool carries:
+# libraries the GPU image lacks, into .gpu/ (git-ignored), which goes to the GPU host with the
+# repository:
 #   .gpu/site/zarrflow/   the package with _core*.so     .gpu/lib/   libblosc, libisal, ...
 #   .gpu/bin/             the GoogleTest binaries
 # On the GPU host: export PYTHONPATH=$PWD/.gpu/site LD_LIBRARY_PATH=$PWD/.gpu/lib
@@ -14,7 +15,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZARRFLOW_BUILD_PYTH
   -DZARRFLOW_KEEP_SYMBOLS="$([ "${KEEP_SYMBOLS:-0}" = 1 ] && echo ON || echo OFF)" >/dev/null
 ninja -C "$BUILD"
 rm -rf .gpu && mkdir -p .gpu/site/zarrflow .gpu/lib .gpu/bin
-cp python/zarrflow/*.py .gpu/site/zarrflow/
+(cd python && find zarrflow -name "*.py" -exec cp --parents {} ../.gpu/site/ \;)  # subpackages too
 cp "$BUILD"/python/_core*.so .gpu/site/zarrflow/
 # A minimal dist-info so that entry points (the xarray backend) are found on PYTHONPATH.
 mkdir -p .gpu/site/zarrflow-0.1.0.dist-info

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# Runs on the GPU host (through the `device` tool) from the repository root, with .gpu/ (built by
-# scripts/build_gpu_bundle.sh) and .whl/ (peer wheels: zarr, numcodecs, nvidia-libnvcomp-cu13)
-# carried along. Writes logs and results under $OUT (or ./gpu_out).
+# Runs on a GPU host from the repository root, with .gpu/ (built by scripts/build_gpu_bundle.sh)
+# and .whl/ (peer wheels: zarr, numcodecs, nvidia-libnvcomp-cu13) beside it. Writes logs and results under $OUT (or ./gpu_out).
 #   scripts/gpu_run.sh py SCRIPT [ARGS...]   runs one Python program with the same set-up
 #   scripts/gpu_run.sh [test|quicktest|bench|loader|rechunk|train|all]   (default all; `loader` =
 #          the loader benchmark; `rechunk` = synth/rechunk tests + benchmarks/bench_rechunk.py on
-#          this host's cores; `train` = examples/train_unet.py runs: synthetic, zarrflow GPU/CPU,
+#          this host's cores; `train` = benchmarks/train_bench.py runs: synthetic, zarrflow GPU/CPU,
 #          baseline loaders; TRAIN_PLAN names a file of runs, one per line:
-#          CHANNELS LAYOUT NGPU NTIME CODEC TAG [train_unet.py arguments...]; CODEC '-' = default)
+#          CHANNELS LAYOUT NGPU NTIME CODEC TAG [train_bench.py arguments...]; CODEC '-' = default)
 #   test:  C++ tests (CPU + GPU), compute-sanitizer memcheck of the GPU tests, the Python GPU,
-#          DLPack and conformance suites
+#          DLPack and conformance suites, and the documentation's GPU and torch examples
 #   bench: benchmarks/bench_read.py (CPU, 16 threads) and benchmarks/bench_gpu.py
 set -uo pipefail
 WHAT="${1:-all}"
@@ -71,7 +70,7 @@ if want test; then
   timeout 420 python3 -m pytest -q -p no:cacheprovider -rA --tb=short tests/test_gpu.py \
     tests/test_dlpack.py tests/test_real_data.py tests/test_loader.py tests/test_loader_gpu.py \
     tests/test_xarray_backend.py tests/test_remote.py tests/test_remote_gpu.py \
-    tests/test_bench_cli.py >"$OUT/pytest.log" 2>&1
+    tests/test_bench_cli.py tests/test_docs_examples.py >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR|decoded without error" "$OUT/pytest.log" | tail -30 | tee -a "$OUT/tests.log"
 fi
 if want quicktest; then  # the GPU suites (C++ under memcheck unless SKIP_MEMCHECK=1), no CPU conformance
@@ -104,10 +103,11 @@ if want rechunk; then
   tail -3 /tmp/bench_rechunk_stderr.log
 fi
 if want train; then
-  # One training process: CHANNELS LAYOUT NGPU NTIME CODEC TAG [train_unet.py arguments...]
-  # (6 channels: WeatherBench2-style v2 store; 71: the hackathon's stacked v3 store; LAYOUT pool: the
-  # loader benchmark's 71-channel store; CODEC '-' = synth's default). The store is synthesised once per (channels, layout, steps, codec); NGPU > 1 runs
-  # DDP through torchrun. Sets STORE and CHARG (used by the loader-only run below).
+  # One training process: CHANNELS LAYOUT NGPU NTIME CODEC TAG [train_bench.py arguments...]
+  # (6 channels: WeatherBench2-style v2 store; 71: the stacked v3 store of 71 channels; LAYOUT
+  # pool: the loader benchmark's 71-channel store; CODEC '-' = synth's default). The store is
+  # synthesised once per (channels, layout, steps, codec); NGPU > 1 runs DDP through torchrun.
+  # Sets STORE and CHARG (used by the loader-only run below).
   train_line() {
     local CH=$1 LAYOUT=$2 NGPU=$3 NT=$4 CODEC=$5 TAG=$6; shift 6
     local CARG="" LAUNCH="python3" ROWS="" t0
@@ -119,7 +119,7 @@ if want train; then
     if [ "$LAYOUT" = pool ]; then
       # bench_loader's 71-channel zstd store (tensorstore writes it in ~1 min at 160 steps, synth
       # takes ~5 min at 80), written once.
-      # CODEC none: the same fields uncompressed (the hackathon's other choice).
+      # CODEC none: the same fields uncompressed.
       local LEVEL=3
       STORE=/tmp/zarrflow_bench/stack71_${NT}.zarr
       [ "$CODEC" = none ] && LEVEL=None && STORE=/tmp/zarrflow_bench/stack71_${NT}_none.zarr
@@ -147,7 +147,7 @@ p = Path('$STORE'); write_once(p, lambda: write_stack(p, $NT, field_pool(), zstd
     CHARG=$CH; [ "$LAYOUT" = stacked ] || [ "$LAYOUT" = pool ] && CHARG=stacked$CH
     [ "$NGPU" -gt 1 ] && LAUNCH="torchrun --standalone --nproc-per-node $NGPU"
     echo "-- ${TAG:-run}: $CH channels, $LAYOUT $CODEC, $NGPU GPU(s), $NT steps, $*" | tee -a "$OUT/train.log"
-    $LAUNCH examples/train_unet.py --store "$STORE" --channels "$CHARG" --bf16 --channels-last \
+    $LAUNCH benchmarks/train_bench.py --store "$STORE" --channels "$CHARG" --bf16 --channels-last \
       --out "$OUT" --tag "$TAG" "$@" </dev/null 2>&1 | grep -v "^W1\|OMP_NUM_THREADS" | tee -a "$OUT/train.log"
   }
   echo "== U-Net training: synthetic vs zarrflow vs baseline" | tee -a "$OUT/tests.log"
@@ -165,7 +165,7 @@ p = Path('$STORE'); write_once(p, lambda: write_stack(p, $NT, field_pool(), zstd
       --runs "${TRAIN_RUNS:-synthetic,zarrflow-gpu,baseline-tensorstore}"
   done
   if [ "${TRAIN_LOADER_ONLY:-0}" = 1 ]; then
-    python3 examples/train_unet.py --store "$STORE" --channels "$CHARG" --bf16 --epochs 2 --no-train \
+    python3 benchmarks/train_bench.py --store "$STORE" --channels "$CHARG" --bf16 --epochs 2 --no-train \
       --runs zarrflow-gpu,zarrflow-cpu,baseline-tensorstore,baseline-xarray --out "$OUT" 2>&1 | tee -a "$OUT/train.log"
   fi
 fi

@@ -9,7 +9,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3-venv
-  libzstd-dev liblz4-dev libblosc-dev libdeflate-dev libisal-dev libbz2-dev liblzma-dev nlohmann-json3-dev libgtest-dev libcurl4-openssl-dev libssl-dev)
+  libzstd-dev liblz4-dev libblosc-dev libdeflate-dev libisal-dev libbz2-dev liblzma-dev nlohmann-json3-dev libgtest-dev libcurl4-openssl-dev libssl-dev
+  flatbuffers-compiler libflatbuffers-dev)
 missing=()
 APT_PACKAGES+=(nasm)  # ISA-L's assembly, for the wheels' static build of it (scripts/build_wheels.sh)
 for p in "${APT_PACKAGES[@]}"; do
@@ -36,7 +37,9 @@ if [ ! -f "$stamp" ]; then
   # extras the tests and the demo use: zarr-python, numcodecs and tensorstore as peers.
   "$VPY" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4" "numpy>=1.24" "ml_dtypes>=0.4" \
     "pytest>=7" "zarr>=3.1" "numcodecs>=0.15" "tensorstore>=0.1.70" "xarray>=2024.10" \
-    "moto[server]>=5" "boto3>=1.36" "netCDF4>=1.6" "cftime>=1.6" "dask>=2024.1" "pcodec>=0.3"
+    "moto[server]>=5" "boto3>=1.36" "netCDF4>=1.6" "cftime>=1.6" "dask>=2024.1" "pcodec>=0.3" \
+    "icechunk>=1.1,<2" "kerchunk>=0.2.7" "h5py>=3.10" "pyarrow>=14" "pyyaml>=6" \
+    "scipy>=1.10" "fastparquet>=2024.2"
   touch "$stamp"
 fi
 

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from zarrflow._balance import DecodeBalance
+from zarrflow.loader._balance import DecodeBalance
 
 
 class Pipeline:

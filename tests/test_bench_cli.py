@@ -11,8 +11,9 @@ import pytest
 
 import zarrflow
 from test_cli import run_cli
-from zarrflow import bench, errors
-from zarrflow.synth import SynthSpec, synth
+from zarrflow import errors
+from zarrflow.tools import bench
+from zarrflow.tools.synth import SynthSpec, synth
 
 NT, NLAT, NLON = 5, 19, 36
 

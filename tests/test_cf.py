@@ -18,7 +18,7 @@ import pytest
 import zarrflow
 from zarrflow import errors
 from zarrflow._cf import CFAttributeError, carry_fill, cf_decoding, unpack_decoding, xarray_decoding
-from zarrflow.rechunk import Options, rechunk
+from zarrflow.tools.rechunk import Options, rechunk
 
 xr = pytest.importorskip("xarray")
 zarr = pytest.importorskip("zarr")

@@ -241,6 +241,19 @@ def test_zarrflow_importable_in_subprocess() -> None:
     assert Path(r.stdout.strip()).resolve() == Path(zarrflow.__file__).resolve()
 
 
+def test_the_runtime_package_imports_no_tool() -> None:
+    """zarrflow, its Loader and its xarray engine load without the tools (and what they need to
+    write stores); `python -m zarrflow` still runs the CLI."""
+    code = ("import sys, zarrflow, zarrflow.loader, zarrflow.xarray_backend\n"
+            "print(sorted(m for m in sys.modules if m.startswith('zarrflow.tools')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+    r = subprocess.run([sys.executable, "-m", "zarrflow", "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "inspect" in r.stdout, r.stderr
+
+
 def test_inspect_marks_unreadable_arrays_and_goes_on(tmp_path: Path) -> None:
     zarr = pytest.importorskip("zarr")
     root = tmp_path / "odd.zarr"
@@ -270,7 +283,7 @@ def test_inspect_marks_unreadable_arrays_and_goes_on(tmp_path: Path) -> None:
 def test_version_and_help_texts(capsys) -> None:
     r = run_cli("--version")
     assert r.returncode == 0 and r.stdout.strip() == f"zarrflow {zarrflow.__version__}"
-    from zarrflow import cli
+    from zarrflow.tools import cli
 
     for args in (["--help"], ["inspect", "--help"], ["synth", "--help"], ["rechunk", "--help"],
                  ["bench", "--help"]):

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import zarrflow
-from zarrflow.loader import LoaderError, epoch_order, shard, valid_times
+from zarrflow.loader import LoaderError
+from zarrflow.loader.spec import valid_times
 
 zarr = pytest.importorskip("zarr")
 
@@ -76,16 +77,16 @@ def test_batches_equal_direct_reads(store):
     ld = zarrflow.Loader(store, VARS, batch_size=4, device="cpu", output="numpy", shuffle=False)
     assert ld.channels == VARS
     batches = list(ld)
-    assert len(batches) == len(ld) == (NT - 1) // 4
+    assert len(batches) == len(ld) == -(-(NT - 1) // 4)  # the last batch holds the rest
     for i, batch in enumerate(batches):
         times = batch["time"]
-        assert list(times) == list(range(4 * i, 4 * i + 4))
-        assert batch["x"].shape == (4, 3, NLAT, NLON) and batch["x"].dtype == np.float32
+        assert list(times) == list(range(4 * i, min(4 * i + 4, NT - 1)))
+        assert batch["x"].shape == (len(times), 3, NLAT, NLON) and batch["x"].dtype == np.float32
         for b, t in enumerate(times):
             np.testing.assert_array_equal(batch["x"][b], expected(store, VARS, t))
             np.testing.assert_array_equal(batch["y"][b], expected(store, VARS, t + 1))
     st = ld.stats()
-    assert st["batches"] == len(batches) and st["samples"] == 4 * len(batches)
+    assert st["batches"] == len(batches) and st["samples"] == NT - 1
     assert st["missing"] == 0  # host reads do not report; the GPU reader counts (GPU tests)
 
 
@@ -170,26 +171,6 @@ def test_time_range_splits_without_leakage(store):
     np.testing.assert_array_equal(b["y"][0, 0, 0], g["t2m"][split + 2])
 
 
-def test_sampling_is_deterministic_and_ddp_shards_are_disjoint():
-    samples = np.arange(103)
-    a = epoch_order(samples, seed=1, epoch=2, shuffle=True)
-    assert np.array_equal(a, epoch_order(samples, seed=1, epoch=2, shuffle=True))
-    assert not np.array_equal(a, epoch_order(samples, seed=1, epoch=3, shuffle=True))
-    assert sorted(a) == list(samples)
-    for drop_last in (True, False):
-        parts = [shard(a, r, 4, drop_last) for r in range(4)]
-        assert len({len(p) for p in parts}) == 1  # equal counts: no rank waits on another
-        union = np.concatenate(parts)
-        if drop_last:
-            assert len(set(union)) == len(union) == 100  # disjoint
-        else:
-            assert set(union) == set(samples) and len(union) == 104  # padded by wrap-around
-    blocky = epoch_order(samples, seed=1, epoch=0, shuffle="block", block=8, buffer=16)
-    assert sorted(blocky) == list(samples)
-    # neighbours stay near each other: most consecutive picks are within a block's reach
-    assert np.median(np.abs(np.diff(blocky))) < 40
-
-
 def test_resume_mid_epoch(store):
     kw = dict(batch_size=2, device="cpu", output="numpy", shuffle=True, seed=7)
     ld = zarrflow.Loader(store, VARS, **kw)
@@ -209,13 +190,22 @@ def test_resume_mid_epoch(store):
 
 
 def test_rank_split_covers_epoch(store):
-    seen = []
+    """drop_last=True: disjoint shares of equal length; the default (drop_last=False, as
+    PyTorch's DistributedSampler): every sample is read, the shares padded to equal length."""
+    seen, padded = [], []
     for rank in range(2):
         ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", seed=3,
-                             rank=rank, world_size=2)
+                             rank=rank, world_size=2, drop_last=True)
         seen.append([t for b in ld for t in b["time"].tolist()])
+        ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", seed=3,
+                             rank=rank, world_size=2)
+        padded.append([t for b in ld for t in b["time"].tolist()])
+        assert len(ld) == -(-len(padded[-1]) // 3)
     assert not set(seen[0]) & set(seen[1])
-    assert len(seen[0]) == len(seen[1])
+    assert len(seen[0]) == len(seen[1]) == (NT - 1) // 2 // 3 * 3
+    assert len(padded[0]) == len(padded[1]) == -(-(NT - 1) // 2)
+    assert sorted(set(padded[0]) | set(padded[1])) == list(range(NT - 1))
+    assert len(set(padded[0]) & set(padded[1])) == 2 * len(padded[0]) - (NT - 1)
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -230,7 +220,7 @@ def test_rank_split_covers_epoch(store):
     (dict(variables=["t2m"], crop={"latitude": (0, 99)}), "outside"),
     (dict(variables=["t2m"], crop={"height": (0, 1)}), "unknown crop dims"),
     (dict(variables=["t2m"], layout="BCHW", input_steps=2), "one time step"),
-    (dict(variables=["t2m"], batch_size=50), "no batches"),
+    (dict(variables=["t2m"], batch_size=50, drop_last=True), "no batches"),
     (dict(variables=["t2m"], dtype="int8"), "dtype"),
     (dict(variables=["t2m"], normalize={"mean": [0], "std": [0]}), "positive"),
     (dict(variables=["t2m"], time_range=(5, 5)), "not inside"),
@@ -420,7 +410,7 @@ def test_bad_workers_and_host_share(store):
     for bad in (1.5, -0.1, "sometimes"):
         with pytest.raises(LoaderError, match="host_decode_share"):
             zarrflow.Loader(store, VARS, device="cpu", host_decode_share=bad)
-    ld = zarrflow.Loader(store, VARS, device="cpu")
+    ld = zarrflow.Loader(store, VARS, device="cpu", output="numpy")
     assert ld.decode_share == 0.0 and ld.stats()["host_decode_share"] == 0.0
     assert "decode_moves_to_gpu" not in ld.stats()  # no balance without a GPU
 
@@ -492,7 +482,7 @@ def test_read_batch_rejects_bad_request_tables(store):
     from zarrflow import _core
 
     ld = zarrflow.Loader(store, VARS, batch_size=2, device="cpu", output="numpy", shuffle=False)
-    arrays, table = ld._requests(*ld._where(ld.batches()[0]), 2)
+    arrays, table = ld._requests(*ld.spec.locate(ld.batches()[0]), 2)
     target = _core.empty_tensor([2, 2, len(VARS), NLAT, NLON], "float32", "cpu", 0)
     _core.read_batch(arrays, table, target)  # as the loader calls it
     with pytest.raises(zarrflow.ZarrflowError, match="3 \\+ 4 x D columns"):
@@ -607,9 +597,9 @@ def test_anemoi_dataset_channels_by_name(anemoi_store):
     ref = zarr.open_group(str(anemoi_store), mode="r")["data"]
     idx = [ANEMOI_VARS.index(v) for v in picks]
     batches = list(ld)
-    assert len(batches) == (NT - 1) // 3
+    assert len(batches) == -(-(NT - 1) // 3)
     for batch in batches:
-        assert batch["x"].shape == (3, len(picks), 1, 600)
+        assert batch["x"].shape == (len(batch["time"]), len(picks), 1, 600)
         for b, t in enumerate(batch["time"].tolist()):
             for arr, step in ((batch["x"], t), (batch["y"], t + 1)):
                 want = ref[step][idx]
@@ -624,7 +614,8 @@ def test_anemoi_dataset_without_channel_dim_says_what_to_pass(anemoi_store):
     with pytest.raises(LoaderError, match=r"dims \('time', 'variable', 'ensemble', 'cell'\).*"
                                           r"channel_dim='variable'"):
         zarrflow.Loader(anemoi_store, ["data@2t"], device="cpu", output="numpy")
-    with pytest.raises(LoaderError, match=r"unknown variable '2m_temperature'.*labels: \['10u'"):
+    with pytest.raises(LoaderError,
+                       match=r"'data': unknown variable '2m_temperature' \(known: 10u, 10v, "):
         zarrflow.Loader(anemoi_store, ["data@2m_temperature"], channel_dim="variable",
                         device="cpu", output="numpy")
 
@@ -654,3 +645,95 @@ def test_stored_statistics_missing_or_not_per_variable_are_clear_errors(anemoi_s
         zarrflow.stored_stats(anemoi_store, ["data@2t"], std="spread")
     with pytest.raises(LoaderError, match=r"'t2m' is not picked along 'variable'"):
         zarrflow.stored_stats(store, ["t2m"], mean="t2m", std="t2m")
+
+
+# --- the Loader's parts and its keyword form -------------------------------------------------
+
+
+def test_keyword_form_and_parts_give_the_same_batches(store):
+    kw = dict(input_steps=2, target_steps=1, crop={"latitude": (1, 7)})
+    keyword = zarrflow.Loader(store, VARS, batch_size=3, shuffle="block", seed=5, block=4,
+                              device="cpu", output="numpy", **kw)
+    spec = zarrflow.DatasetSpec(store, VARS, **kw)
+    parts = zarrflow.Loader(spec, batch_size=3,
+                            sampler=zarrflow.Sampler(spec, shuffle="block", seed=5, block=4),
+                            options=zarrflow.LoaderOptions(device="cpu", output="numpy"))
+    for epoch in (0, 1):
+        keyword.set_epoch(epoch)
+        parts.set_epoch(epoch)
+        a, b = list(keyword), list(parts)
+        assert len(a) == len(b) == len(keyword) == len(parts)
+        for x, y in zip(a, b):
+            assert x["time"].tolist() == y["time"].tolist()
+            np.testing.assert_array_equal(x["x"], y["x"])
+            np.testing.assert_array_equal(x["y"], y["y"])
+    assert len(zarrflow.Loader(spec, 4, device="cpu", output="numpy")) == -(-len(spec) // 4)
+
+
+def test_keywords_go_to_their_part_and_mixing_them_is_a_clear_error(store):
+    spec = zarrflow.DatasetSpec(store, VARS)
+    with pytest.raises(TypeError, match=r"unknown keyword 'shufle' \(did you mean 'shuffle'\?"):
+        zarrflow.Loader(store, VARS, shufle=False)
+    with pytest.raises(TypeError, match=r"\['crop'\] belong to the DatasetSpec"):
+        zarrflow.Loader(spec, crop={"latitude": (0, 2)})
+    with pytest.raises(TypeError, match=r"\['seed'\] belong to the Sampler passed as sampler"):
+        zarrflow.Loader(spec, sampler=zarrflow.Sampler(spec), seed=3)
+    with pytest.raises(TypeError, match=r"\['device'\] belong to the LoaderOptions passed as "
+                                        r"options"):
+        zarrflow.Loader(spec, options=zarrflow.LoaderOptions(), device="cpu")
+    with pytest.raises(TypeError, match="the DatasetSpec names the variables"):
+        zarrflow.Loader(spec, VARS)
+    with pytest.raises(TypeError, match="needs the variables"):
+        zarrflow.Loader(store)
+    with pytest.raises(LoaderError, match="the sampler was made for 5 samples"):
+        zarrflow.Loader(spec, sampler=zarrflow.Sampler(5), device="cpu", output="numpy")
+    with pytest.raises(LoaderError, match="batch_size must be an integer >= 1"):
+        zarrflow.Loader(spec, batch_size=0, device="cpu", output="numpy")
+
+
+def test_repr_and_context_manager(store):
+    with zarrflow.Loader(store, VARS, batch_size=4, device="cpu", output="numpy", seed=2,
+                         cache_gb=0.5) as ld:
+        text = repr(ld)
+        list(ld)  # the next epoch is now being read ahead
+        assert ld._primed is not None
+    assert ld._primed is None  # closed on leaving the block
+    assert text.splitlines() == [
+        f"Loader(batch_size=4, {len(ld)} batches per epoch",
+        f"  dataset={ld.spec!r}",
+        f"  sampler={ld.sampler!r}",
+        "  options: device='cpu', output='numpy', dtype='float32', layout='BCHW', prefetch=2, "
+        "workers=2, cache_gb=0.5)"]
+    assert "seed=2" in text and str(store) in text
+
+
+def test_resume_point_holds_until_the_epoch_changes(store):
+    ld = zarrflow.Loader(store, VARS, batch_size=2, device="cpu", output="numpy", seed=7)
+    ld.load_state_dict({"epoch": 1, "position": 3, "seed": 7})
+    ld.sampler.set_epoch(2)  # a new epoch set on the sampler itself: the resume point is gone
+    assert len(list(ld)) == len(ld)
+    ld.load_state_dict({"epoch": 1, "position": 3, "seed": 7})
+    assert len(list(ld)) == len(ld) - 3
+
+
+def test_every_public_name_is_documented():
+    import inspect
+
+    from zarrflow.loader import loader as loader_mod
+
+    doc = zarrflow.Loader.__doc__
+    for section in ("Parameters", "Yields", "Raises", "Examples"):
+        assert f"\n    {section}\n    ---" in doc
+    keywords = (loader_mod._SPEC_KEYWORDS + loader_mod._SAMPLER_KEYWORDS
+                + loader_mod._OPTION_KEYWORDS)
+    for key in keywords:
+        assert f"``{key}" in doc, key  # the keyword form lists every keyword
+    for cls in (zarrflow.Loader, zarrflow.DatasetSpec, zarrflow.Sampler, zarrflow.LoaderOptions):
+        assert "Parameters\n    ----------" in cls.__doc__ and "Examples" in cls.__doc__, cls
+        for name, member in inspect.getmembers(cls):
+            if name.startswith("_") and name not in ("__len__", "__iter__"):
+                continue
+            if callable(member) or isinstance(member, property):
+                assert (member.__doc__ or "").strip(), f"{cls.__name__}.{name}"
+    for fn in (zarrflow.compute_stats, zarrflow.stored_stats):
+        assert "Returns\n    -------" in fn.__doc__

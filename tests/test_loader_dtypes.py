@@ -387,7 +387,7 @@ def test_read_batch_rejects_bad_element_transforms(packed_store):
 
     ld = zarrflow.Loader(packed_store, PACKED_VARS, batch_size=1, device="cpu", output="numpy",
                          shuffle=False, normalize=STATS)
-    arrays, table = ld._requests(*ld._where(ld.batches()[0]), 2)
+    arrays, table = ld._requests(*ld.spec.locate(ld.batches()[0]), 2)
     target = _core.empty_tensor([1, 2, len(PACKED_VARS), NLAT, NLON], "float32", "cpu", 0)
     norms = ld._row_norms(len(table))
     report = _core.read_batch(arrays, table, target, normalize=norms, decode=ld._decoding)

@@ -3,7 +3,7 @@
 import pytest
 
 from zarrflow._gpu import _parse_limit
-from zarrflow._memory_plan import PER_WORKER, SPARE_WORKER_READ_BYTES, fit, refusal
+from zarrflow.loader._memory_plan import PER_WORKER, SPARE_WORKER_READ_BYTES, fit, refusal
 
 GB = 10**9
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from zarrflow._prefetch import Gate, OrderedPrefetch
+from zarrflow.loader._prefetch import Gate, OrderedPrefetch
 
 
 class Tracker:
@@ -170,33 +170,36 @@ def test_empty_and_bad_arguments():
 
 def test_a_worker_woken_by_a_take_starts_after_the_grace_only_while_results_wait(monkeypatch):
     """A worker that waited for room and is woken by the consumer taking an item while finished
-    ones still wait (the consumer is handing one over) starts HANDOFF_GRACE_S later; a worker
-    that did not wait, or finds nothing waiting, starts at once."""
-    from zarrflow import _prefetch
+    ones still wait (the consumer is handing one over) waits HANDOFF_GRACE_S before its next
+    item; a worker that did not wait, or finds nothing waiting, starts at once. The grace is
+    recorded in the order of events, not waited."""
+    from zarrflow.loader import _prefetch
 
-    monkeypatch.setattr(_prefetch, "HANDOFF_GRACE_S", 0.5)
-    started: dict[int, float] = {}
+    events: list = []
+    monkeypatch.setattr(_prefetch, "_sleep", lambda seconds: events.append(("grace", seconds)))
 
     def fn(item, worker):
-        started[item] = time.monotonic()
+        events.append(("start", item))
         return item
 
+    def worker_waits_for_room(prefetch, ready):
+        return prefetch.ready() == ready and len(prefetch._cond._waiters) == 1
+
     p = OrderedPrefetch(fn, range(3), workers=1, depth=2)
-    _until(lambda: p.ready() == 2)
-    assert started[1] - started[0] < 0.4  # room for item 1 at once: no grace
-    t_take = time.monotonic()
+    _until(lambda: worker_waits_for_room(p, 2))
+    assert events == [("start", 0), ("start", 1)]  # room for item 1 at once: no grace
     assert p.get() == 0  # the worker waited for room, item 1 still waits: item 2 after the grace
-    _until(lambda: 2 in started)
-    assert started[2] - t_take >= 0.49
+    _until(lambda: ("start", 2) in events)
     assert [p.get(), p.get()] == [1, 2]
+    assert events == [("start", 0), ("start", 1), ("grace", _prefetch.HANDOFF_GRACE_S),
+                      ("start", 2)]
     p.close()
 
-    started.clear()
+    events.clear()
     q = OrderedPrefetch(fn, range(2), workers=1, depth=1)
-    _until(lambda: q.ready() == 1)
-    t_take = time.monotonic()
+    _until(lambda: worker_waits_for_room(q, 1))
     assert q.get() == 0  # nothing else waits: item 1 starts at once
-    _until(lambda: 1 in started)
-    assert started[1] - t_take < 0.4
+    _until(lambda: ("start", 1) in events)
     assert q.get() == 1
+    assert events == [("start", 0), ("start", 1)]
     q.close()

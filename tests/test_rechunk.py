@@ -14,8 +14,8 @@ import pytest
 import zarrflow
 from test_cli import run_cli
 from zarrflow import errors
-from zarrflow.rechunk import Options, RechunkError, plan, rechunk, unit_shape, units
-from zarrflow.synth import SynthSpec, synth
+from zarrflow.tools.rechunk import Options, RechunkError, plan, rechunk, unit_shape, units
+from zarrflow.tools.synth import SynthSpec, synth
 
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")
@@ -145,7 +145,7 @@ def test_parts_split_the_work_and_the_last_part_finalises(wb2, tmp_path):
 
 
 def test_interrupted_run_resumes_and_never_looks_complete(wb2, tmp_path, monkeypatch):
-    import zarrflow.rechunk as R
+    import zarrflow.tools.rechunk as R
 
     dst = tmp_path / "r.zarr"
     opts = Options(chunks={"time": 1}, threads=1)
@@ -205,7 +205,7 @@ def test_single_array_and_subset(wb2, tmp_path):
 
 
 def test_units_cover_source_chunks_and_write_blocks():
-    from zarrflow.rechunk import ArrayPlan
+    from zarrflow.tools.rechunk import ArrayPlan
 
     p = ArrayPlan("a", (10, 7, 100), np.dtype("f4"), None, chunks=(4, 7, 50), shards=None,
                   fill_value=None, attrs={}, read=lambda r: None, source_chunks=(3, 7, 100))
@@ -287,7 +287,7 @@ def test_cli_names_an_unknown_dimension_and_writes_nothing(wb2, tmp_path):
 
 
 def test_write_failure_like_a_full_disk_is_clear_and_resumable(wb2, tmp_path, monkeypatch):
-    import zarrflow.rechunk as R
+    import zarrflow.tools.rechunk as R
 
     real_open = R._open_output
     state = {"writes": 0}

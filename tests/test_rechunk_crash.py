@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import zarrflow
-from zarrflow import _rechunk_commit as commit
-from zarrflow._rechunk_commit import CRASH_EXIT_STATUS, CRASH_STEPS, Staging
-from zarrflow.rechunk import Options, rechunk
+from zarrflow.tools import _rechunk_commit as commit
+from zarrflow.tools._rechunk_commit import CRASH_EXIT_STATUS, CRASH_STEPS, Staging
+from zarrflow.tools.rechunk import Options, rechunk
 
 zarr = pytest.importorskip("zarr")
 pytest.importorskip("tensorstore")
@@ -35,8 +35,8 @@ ARRAYS = ("t2m", "time", "lat", "sub/x")
 # of paths turned off on ask.
 SCRIPT = """
 import sys
-import zarrflow._rechunk_commit as commit
-from zarrflow.rechunk import Options, rechunk
+import zarrflow.tools._rechunk_commit as commit
+from zarrflow.tools.rechunk import Options, rechunk
 if sys.argv[3] == "aside":
     commit.rename_exchange = lambda a, b: False
 rechunk(sys.argv[1], sys.argv[2], Options(chunks={"time": 1}, verify=True, threads=2,

@@ -15,7 +15,7 @@ import pytest
 import zarrflow
 from test_cli import run_cli
 from zarrflow import errors
-from zarrflow.rechunk import Options, RechunkWarning, rechunk
+from zarrflow.tools.rechunk import Options, RechunkWarning, rechunk
 
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")

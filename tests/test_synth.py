@@ -11,7 +11,7 @@ import pytest
 import zarrflow
 from test_cli import run_cli
 from zarrflow import errors
-from zarrflow.synth import PRESETS, SynthSpec, synth
+from zarrflow.tools.synth import PRESETS, SynthSpec, synth
 
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")
@@ -82,7 +82,7 @@ def test_layouts_and_channel_sets_hold_the_same_values(tmp_path):
 
 def test_values_are_each_makers_steps_in_order(tmp_path):
     """Fields are made on a thread pool, yet equal a plain serial run of each maker."""
-    from zarrflow.synth import _makers
+    from zarrflow.tools.synth import _makers
 
     spec = small(ntime=4)
     synth(tmp_path / "s", spec, progress=False)
@@ -123,7 +123,7 @@ def test_existing_output_is_refused_then_replaced_with_overwrite(tmp_path):
 
 
 def test_interrupted_run_leaves_nothing_and_keeps_the_old_store(tmp_path, monkeypatch):
-    from zarrflow import synthetic
+    from zarrflow.tools import synthetic
 
     p = tmp_path / "s.zarr"
     synth(p, small(), progress=False)

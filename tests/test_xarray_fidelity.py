@@ -297,7 +297,7 @@ def test_string_and_bytes_coordinates(tmp_path, fmt):
 @pytest.mark.parametrize("layout", ["stacked", "wb2"])
 def test_synth_store_identical_to_zarr_engine(tmp_path, layout):
     """zarrflow synth's own v3 stores: latitude/longitude 0 and the first time step are data."""
-    from zarrflow.synth import SynthSpec, synth
+    from zarrflow.tools.synth import SynthSpec, synth
 
     synth(tmp_path / "s.zarr", SynthSpec(layout=layout, ntime=2, nlat=19, nlon=36), progress=False)
     want, got = _open_both(tmp_path / "s.zarr")

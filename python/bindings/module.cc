@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "python_codec.h"
+#include "status_error.h"
 #include "tensor.h"
 #include "vlen.h"
 #include "zarrflow/codec/shard_index_cache.h"
@@ -34,24 +35,10 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace zarrflow {
+// Icechunk repositories and Kerchunk reference sets (reference_stores.cc).
+void bind_reference_stores(nb::module_& m);
+
 namespace {
-
-// Carries a failed Status across the C++/Python boundary.
-struct StatusError : std::exception {
-  explicit StatusError(Status s) : status(std::move(s)) {}
-  const char* what() const noexcept override { return status.message().c_str(); }
-  Status status;
-};
-
-void throw_if_error(Status s) {
-  if (!s.ok()) throw StatusError(std::move(s));
-}
-
-template <typename T>
-T value_or_throw(Result<T> r) {
-  if (!r.ok()) throw StatusError(std::move(r).take_status());
-  return std::move(r).value();
-}
 
 // The exception class zarrflow.errors maps each code to.
 const char* exception_name(ErrorCode code) {
@@ -74,6 +61,8 @@ const char* exception_name(ErrorCode code) {
       return "PathEscapeError";
     case ErrorCode::kOutOfRange:
       return "ZarrflowIndexError";
+    case ErrorCode::kResourceExhausted:
+      return "ZarrflowMemoryError";
     default:
       return "ZarrflowError";
   }
@@ -626,7 +615,16 @@ NB_MODULE(_core, m) {
     } catch (const StatusError& e) {
       nb::object errors = nb::module_::import_("zarrflow.errors");
       nb::object cls = errors.attr(exception_name(e.status.code()));
-      PyErr_SetString(cls.ptr(), e.status.message().c_str());
+      // With its length: a message may hold a NUL byte (a key read from a listing or metadata),
+      // which a C string would cut off.
+      const std::string& msg = e.status.message();
+      nb::object text = nb::steal(PyUnicode_DecodeUTF8(
+          msg.data(), static_cast<Py_ssize_t>(msg.size()), "backslashreplace"));
+      if (!text.is_valid()) {
+        PyErr_Clear();
+        text = nb::str("(undecodable message)");
+      }
+      PyErr_SetObject(cls.ptr(), text.ptr());
     }
   });
 
@@ -749,6 +747,8 @@ NB_MODULE(_core, m) {
   nb::class_<Executor>(m, "Executor")
       .def(nb::init<std::size_t, int>(), "threads"_a, "nice"_a = 0)
       .def_prop_ro("threads", [](const Executor& e) { return e.pool.size(); })
+      .def_prop_ro("requested_threads", [](const Executor& e) { return e.pool.requested(); })
+      .def_prop_ro("start_error", [](const Executor& e) { return e.pool.start_error(); })
       .def_prop_ro("nice", [](const Executor& e) { return e.pool.nice(); });
 
   nb::class_<Store>(m, "Store")
@@ -783,6 +783,7 @@ NB_MODULE(_core, m) {
   m.def("open_remote_store", [](const std::string& config_json) -> std::shared_ptr<Store> {
     return value_or_throw(HttpStore::open_json(config_json));
   });
+  bind_reference_stores(m);  // after Store, which its classes derive from
 
   nb::class_<Array>(m, "Array")
       .def_prop_ro("path", &Array::path)
@@ -824,9 +825,9 @@ NB_MODULE(_core, m) {
                        l.append(n ? nb::object(nb::str(n->c_str())) : nb::none());
                      return nb::tuple(l);
                    })
-      .def_prop_ro("attrs_json", [](const Array& a) { return a.metadata().attributes.dump(); })
+      .def_prop_ro("attrs_json", &Array::attributes_json)
       .def_prop_ro("codecs_json", [](const Array& a) { return a.metadata().codecs_json.dump(); })
-      .def_prop_ro("metadata_json", [](const Array& a) { return a.metadata().raw.dump(); })
+      .def_prop_ro("metadata_json", &Array::metadata_json)
       .def_prop_ro("codecs_description", [](const Array& a) { return a.codecs().describe(); })
       .def("chunk_key",
            [](const Array& a, const std::vector<std::int64_t>& c) { return a.chunk_key(c); })
@@ -909,11 +910,17 @@ NB_MODULE(_core, m) {
   m.def(
       "open_node",
       [](std::shared_ptr<Store> store, const std::string& path, std::optional<int> zarr_format,
-         bool use_consolidated) {
+         bool use_consolidated, std::optional<std::uint64_t> max_chunk_bytes,
+         std::optional<std::uint64_t> max_metadata_bytes,
+         std::optional<std::size_t> max_metadata_depth) {
+        OpenLimits limits;
+        if (max_chunk_bytes) limits.max_chunk_bytes = *max_chunk_bytes;
+        if (max_metadata_bytes) limits.metadata.max_bytes = *max_metadata_bytes;
+        if (max_metadata_depth) limits.metadata.max_depth = *max_metadata_depth;
         Result<Node> r = internal_error("unset");
         {
           nb::gil_scoped_release release;  // metadata reads may go over the network
-          r = open_node(store, path, zarr_format);
+          r = open_node(store, path, zarr_format, limits);
         }
         Node node = value_or_throw(std::move(r));
         // use_consolidated=False: members listed and opened from the store, not the metadata copy.
@@ -921,9 +928,11 @@ NB_MODULE(_core, m) {
             g != nullptr && !use_consolidated && (*g)->metadata().consolidated) {
           GroupMetadata md = (*g)->metadata();
           md.consolidated.reset();
-          node = std::make_shared<Group>(std::move(store), path, std::move(md));
+          node = std::make_shared<Group>(std::move(store), path, std::move(md), limits);
         }
         return wrap_node(std::move(node));
       },
-      "store"_a, "path"_a = "", "zarr_format"_a = nb::none(), "use_consolidated"_a = true);
+      "store"_a, "path"_a = "", "zarr_format"_a = nb::none(), "use_consolidated"_a = true,
+      "max_chunk_bytes"_a = nb::none(), "max_metadata_bytes"_a = nb::none(),
+      "max_metadata_depth"_a = nb::none());
 }

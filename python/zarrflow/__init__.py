@@ -20,7 +20,16 @@ from ._gpu import (
     set_gpu_memory_limit,
 )
 from ._threads import set_num_threads
-from .loader import Loader, LoaderError, MissingChunkError, compute_stats, stored_stats
+from .loader import (
+    DatasetSpec,
+    Loader,
+    LoaderError,
+    LoaderOptions,
+    MissingChunkError,
+    Sampler,
+    compute_stats,
+    stored_stats,
+)
 from .errors import (
     ChecksumError,
     CorruptChunkError,
@@ -32,6 +41,7 @@ from .errors import (
     UnsupportedError,
     ZarrflowError,
     ZarrflowIndexError,
+    ZarrflowMemoryError,
 )
 
 __version__ = "0.1.0"
@@ -45,6 +55,9 @@ __all__ = [
     "set_num_threads",
     "Tensor",
     "Loader",
+    "DatasetSpec",
+    "Sampler",
+    "LoaderOptions",
     "LoaderError",
     "MissingChunkError",
     "compute_stats",
@@ -68,4 +81,5 @@ __all__ = [
     "StoreIOError",
     "PathEscapeError",
     "ZarrflowIndexError",
+    "ZarrflowMemoryError",
 ]

@@ -26,19 +26,63 @@ def _numpy_dtype(name: str) -> np.dtype:
 
 
 def _store_and_path(path: str | os.PathLike,
-                    storage_options: dict[str, Any] | None = None) -> tuple[_core.Store, str]:
+                    storage_options: dict[str, Any] | None = None, *, ref: str | None = None,
+                    virtual_chunk_containers: Any = None) -> tuple[_core.Store, str]:
+    """The core store for ``path``: an Icechunk repository or a Kerchunk reference set when the
+    path is one (``_icechunk``, ``_kerchunk``), else a local directory or a remote store."""
+    from . import _icechunk, _kerchunk
+    from ._virtual import check_containers_argument
+
+    containers = check_containers_argument(virtual_chunk_containers)
     p = os.fspath(path)
+    if _kerchunk.is_reference_url(p):
+        if ref is not None:
+            raise ValueError("ref= selects an Icechunk snapshot; reference sets have none")
+        return _kerchunk.open_references(p, storage_options, containers), ""
     if is_remote(p):
-        return open_remote(p, storage_options), ""
+        if ref is not None:
+            return _icechunk.open_remote_repository(p, storage_options, ref, containers), ""
+        store = open_remote(p, storage_options)
+        if containers:  # virtual chunks: an Icechunk repository
+            return _icechunk.open_repository(p, store, None, containers), ""
+        return store, ""
     if p.startswith("file://"):
         p = p[len("file://"):]
     if "://" in p:
         scheme = p.split("://", 1)[0]
         raise NotImplementedError(f"{scheme}:// stores are not supported "
-                                  f"(local paths, file://, s3://, gs://, http(s)://)")
+                                  f"(local paths, file://, s3://, gs://, http(s)://, reference://)")
+    if _icechunk.local_repository(p):
+        if storage_options:
+            raise ValueError("storage_options apply to remote URLs (s3://, gs://, http(s)://) "
+                             "and reference:// only")
+        return _icechunk.open_repository(p, _core.open_file_store(p), ref, containers), ""
+    if ref is not None:
+        raise NodeNotFoundError(f"'{p}' is not an Icechunk repository (ref= needs one)")
+    if _kerchunk.looks_like_reference_file(p):
+        return _kerchunk.open_references(p, storage_options, containers), ""
     if storage_options:
         raise ValueError("storage_options apply to remote URLs (s3://, gs://, http(s)://) only")
+    if containers:
+        raise ValueError("virtual_chunk_containers apply to Icechunk repositories and reference "
+                         "sets only")
     return _core.open_file_store(p), ""
+
+
+def _open_remote_node(path: str, store: Any, zarr_format: int | None, consolidated: bool,
+                      limits: dict[str, int]) -> tuple[Any, Any]:
+    """(node, store) of a remote plain Zarr store, or of the Icechunk repository at the URL when
+    there is no Zarr node (detecting repositories costs requests only then)."""
+    from . import _icechunk
+
+    try:
+        return _core.open_node(store, "", zarr_format, consolidated, **limits), store
+    except NodeNotFoundError as original:
+        try:
+            repo_store = _icechunk.open_repository(path, store, None, {})
+        except NodeNotFoundError:
+            raise original from None
+        return _core.open_node(repo_store, "", zarr_format, consolidated, **limits), repo_store
 
 
 def _wrap(node: Any, executor: _core.Executor) -> "Array | Group":
@@ -47,9 +91,14 @@ def _wrap(node: Any, executor: _core.Executor) -> "Array | Group":
     return Group(node, executor)
 
 
+_LIMITS = ("max_chunk_bytes", "max_metadata_bytes", "max_metadata_depth")
+
+
 def open(path: str | os.PathLike, *, zarr_format: int | None = None,
          use_consolidated: bool | None = None, threads: int | None = None,
-         storage_options: dict[str, Any] | None = None) -> "Array | Group":
+         storage_options: dict[str, Any] | None = None, ref: str | None = None,
+         virtual_chunk_containers: Any = None,
+         limits: dict[str, int] | None = None) -> "Array | Group":
     """Open the Zarr array or group (v2 or v3) stored at ``path``.
 
     ``path`` is a local directory, ``file://``, ``s3://bucket/prefix``, ``gs://bucket/prefix``
@@ -59,14 +108,36 @@ def open(path: str | os.PathLike, *, zarr_format: int | None = None,
     ZARRFLOW_NUM_THREADS or the CPU count); remote stores fetch on their own I/O pool of
     ``max_in_flight`` threads. ``use_consolidated`` (as in zarr-python): None lists a group's
     members from its consolidated metadata when it has some, True requires it, False lists
-    and opens them from the store.
+    and opens them from the store. ``limits`` bounds what a store's metadata may make zarrflow
+    read or allocate (for this node and everything opened through it): ``max_chunk_bytes``
+    (decoded bytes of one chunk, default 2 GiB), ``max_metadata_bytes`` (one metadata document,
+    default 64 MiB), ``max_metadata_depth`` (JSON nesting, default 256).
+
+    Icechunk repositories (a directory or URL holding one) open at ``ref``: a branch (default
+    ``main``), a tag or a snapshot id. Kerchunk reference sets open as fsspec opens them:
+    ``open("reference://", storage_options={"fo": "refs.json", "remote_protocol": "s3",
+    "remote_options": {...}})``, or ``open("refs.json")``. Virtual chunks of either are read only
+    from ``virtual_chunk_containers``: ``{url_prefix: storage_options}`` (docs/icechunk.md).
     """
-    store, node_path = _store_and_path(path, storage_options)
-    node = _core.open_node(store, node_path, zarr_format, use_consolidated is not False)
+    limits = dict(limits or {})
+    for name in limits:
+        if name not in _LIMITS:
+            raise ValueError(unknown_name("limit", name, _LIMITS))
+    p = os.fspath(path)
+    store, node_path = _store_and_path(path, storage_options, ref=ref,
+                                       virtual_chunk_containers=virtual_chunk_containers)
+    consolidated = use_consolidated is not False
+    if is_remote(p) and ref is None and not virtual_chunk_containers \
+            and not isinstance(store, _core.ReferenceStore):
+        node, store = _open_remote_node(p, store, zarr_format, consolidated, limits)
+    else:
+        node = _core.open_node(store, node_path, zarr_format, consolidated, **limits)
     if use_consolidated and isinstance(node, _core.Group) and not node.consolidated:
         raise MetadataError(f"'{os.fspath(path)}' has no consolidated metadata "
                             f"(use_consolidated=True; pass None or False to list the store)")
-    return _wrap(node, make_executor(threads))
+    wrapped = _wrap(node, make_executor(threads))
+    wrapped.snapshot_id = getattr(store, "snapshot_id", None)
+    return wrapped
 
 
 def open_array(path: str | os.PathLike, **kwargs: Any) -> "Array":
@@ -85,6 +156,10 @@ def open_group(path: str | os.PathLike, **kwargs: Any) -> "Group":
 
 class _Node:
     """What arrays and groups share: a core handle, the executor reads use, path and attrs."""
+
+    #: The Icechunk snapshot this node reads (its ref was resolved once, at open); None for
+    #: other stores.
+    snapshot_id: str | None = None
 
     def __init__(self, handle: Any, executor: _core.Executor):
         self._h = handle
@@ -134,9 +209,11 @@ class Group(_Node):
         """The member ``name`` ("t2m", or a path such as "pressure/u"); a KeyError for a name
         that is not there lists the names that are, closest match first."""
         try:
-            return _wrap(self._h.open_member(name), self._executor)
+            node = _wrap(self._h.open_member(name), self._executor)
         except NodeNotFoundError as e:
             raise KeyError(self._unknown_member(name)) from e
+        node.snapshot_id = self.snapshot_id
+        return node
 
     def _unknown_member(self, name: str) -> str:
         """"group 'a': unknown member 'B' (did you mean 'b'?; known: b, c)", naming the deepest

@@ -9,12 +9,17 @@ and are not divided again. The pools' threads run 5 nice levels below the proces
 (ZARRFLOW_THREAD_NICE sets another amount, 0 = none): decoding then yields its cores to a training
 thread that wants one at the same moment, and costs nothing when nothing else wants them (on an
 H200 with 16 cores, real/synthetic U-Net training went from 0.981-0.982 to 0.986-0.988).
+
+Where the operating system refuses threads (a container's pids limit, ``ulimit -u``, ``ulimit -v``
+on HPC login nodes), a pool runs with the threads it got (none at all: reads run on the calling
+thread) and a RuntimeWarning says how many started and why.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import warnings
 
 from . import _core
 
@@ -62,11 +67,22 @@ def default_nice() -> int:
     return n
 
 
+def new_executor(threads: int, nice: int) -> _core.Executor:
+    """A pool of ``threads`` threads, or of those the operating system allowed (with a warning)."""
+    ex = _core.Executor(threads, nice)
+    if ex.threads < ex.requested_threads:
+        warnings.warn(
+            f"zarrflow: started {ex.threads} of {ex.requested_threads} decoding threads "
+            f"({ex.start_error}); reads run on those and the calling thread",
+            RuntimeWarning, stacklevel=3)
+    return ex
+
+
 def default_executor() -> _core.Executor:
     global _default
     with _lock:
         if _default is None:
-            _default = _core.Executor(default_threads(), default_nice())
+            _default = new_executor(default_threads(), default_nice())
         return _default
 
 
@@ -76,8 +92,8 @@ def set_num_threads(n: int) -> None:
     if n < 1:
         raise ValueError(f"need at least one thread, got {n}")
     with _lock:
-        _default = _core.Executor(n, default_nice())
+        _default = new_executor(n, default_nice())
 
 
 def make_executor(threads: int | None) -> _core.Executor:
-    return default_executor() if threads is None else _core.Executor(int(threads), default_nice())
+    return default_executor() if threads is None else new_executor(int(threads), default_nice())

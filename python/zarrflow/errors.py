@@ -46,4 +46,8 @@ class ZarrflowIndexError(ZarrflowError, IndexError):
     """A region lies outside the array, or a size overflows 64 bits."""
 
 
+class ZarrflowMemoryError(ZarrflowError, MemoryError):
+    """Memory ran out while reading (the message names the array and chunk being read)."""
+
+
 __all__ = [name for name in dir() if name.endswith("Error")]

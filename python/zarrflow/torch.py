@@ -1,7 +1,7 @@
 """PyTorch adapter: an IterableDataset over a zarrflow Loader.
 
     ds = zarrflow.torch.Dataset("era5.zarr", ["2m_temperature", "u_component_of_wind@500"],
-                                batch_size=16, device="cuda")
+                                batch_size=16)
     for batch in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0): ...
 
 The loader batches, prefetches and decodes on its own, so DataLoader needs no worker processes
@@ -20,10 +20,34 @@ from .loader import Loader
 
 
 class Dataset(torch.utils.data.IterableDataset):
-    def __init__(self, store: Any, variables: Sequence[str], **kwargs: Any):
+    """A :class:`zarrflow.Loader` as a PyTorch ``IterableDataset`` of whole batches.
+
+    Parameters
+    ----------
+    dataset : DatasetSpec, or str, os.PathLike or Group
+        As for :class:`zarrflow.Loader`.
+    variables : list of str, optional
+        As for :class:`zarrflow.Loader` (with a store).
+    **kwargs
+        Every other :class:`zarrflow.Loader` argument (``batch_size``, ``sampler``,
+        ``options`` or their keywords). Batches are torch tensors.
+
+    Attributes
+    ----------
+    loader : zarrflow.Loader
+        The loader that makes the batches.
+
+    Examples
+    --------
+    >>> ds = zarrflow.torch.Dataset("era5.zarr", ["data@2m_temperature"], batch_size=16)
+    >>> dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    """
+
+    def __init__(self, dataset: Any, variables: Sequence[str] | None = None, **kwargs: Any):
         super().__init__()
-        kwargs.setdefault("output", "torch")
-        self.loader = Loader(store, variables, **kwargs)
+        if "options" not in kwargs:
+            kwargs.setdefault("output", "torch")
+        self.loader = Loader(dataset, variables, **kwargs)
 
     def __iter__(self) -> Iterator[dict]:
         info = torch.utils.data.get_worker_info()
@@ -33,16 +57,21 @@ class Dataset(torch.utils.data.IterableDataset):
         return iter(self.loader)
 
     def __len__(self) -> int:
+        """Batches per epoch on this rank."""
         return len(self.loader)
 
     def set_epoch(self, epoch: int) -> None:
+        """See :meth:`zarrflow.Loader.set_epoch`."""
         self.loader.set_epoch(epoch)
 
     def state_dict(self) -> dict:
+        """See :meth:`zarrflow.Loader.state_dict`."""
         return self.loader.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
+        """See :meth:`zarrflow.Loader.load_state_dict`."""
         self.loader.load_state_dict(state)
 
     def stats(self) -> dict:
+        """See :meth:`zarrflow.Loader.stats`."""
         return self.loader.stats()

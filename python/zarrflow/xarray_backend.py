@@ -249,7 +249,9 @@ def _check_device(device: str | None) -> str | None:
 
 
 def _open_group(path: Any, group: str | None, consolidated: bool | None, zarr_format: int | None,
-                storage_options: dict | None) -> Group:
+                storage_options: dict | None, **sources: Any) -> Group:
+    """``sources``: ``ref`` and ``virtual_chunk_containers`` (Icechunk repositories, reference
+    sets), passed to zarrflow.open."""
     parts = [p for p in (group or "").split("/") if p]
     if consolidated is False:
         # Open the group itself, its members listed from the store, not from the metadata of a
@@ -258,10 +260,10 @@ def _open_group(path: Any, group: str | None, consolidated: bool | None, zarr_fo
         if parts:
             root = root.rstrip("/") + "/" + "/".join(parts)
         node = zf_open(root, zarr_format=zarr_format, storage_options=storage_options,
-                       use_consolidated=False)
+                       use_consolidated=False, **sources)
     else:
         node = zf_open(path, zarr_format=zarr_format, storage_options=storage_options,
-                       use_consolidated=consolidated)
+                       use_consolidated=consolidated, **sources)
         if parts:
             if not isinstance(node, Group):
                 raise errors.NodeNotFoundError(f"'{os.fspath(path)}' is an array, not a group")
@@ -275,14 +277,16 @@ def _open_group(path: Any, group: str | None, consolidated: bool | None, zarr_fo
 
 class ZarrflowBackendEntrypoint(BackendEntrypoint):
     """``xr.open_dataset(path, engine="zarrflow", ...)``: the keyword arguments of
-    ``engine="zarr"`` plus ``device`` ("cuda" for CuPy data decoded on the GPU)."""
+    ``engine="zarr"`` plus ``device`` ("cuda" for CuPy data decoded on the GPU), and ``ref`` /
+    ``virtual_chunk_containers`` for Icechunk repositories and Kerchunk reference sets."""
 
     description = "Read Zarr v2/v3 stores with zarrflow (parallel C++ reader; GPU decode with device='cuda')"
     url = "https://github.com/zarrflow/zarrflow"
     open_dataset_parameters = (
         "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters",
         "decode_coords", "drop_variables", "use_cftime", "decode_timedelta", "group",
-        "consolidated", "storage_options", "zarr_format", "use_zarr_fill_value_as_mask", "device")
+        "consolidated", "storage_options", "zarr_format", "use_zarr_fill_value_as_mask", "device",
+        "ref", "virtual_chunk_containers")
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         try:
@@ -298,14 +302,16 @@ class ZarrflowBackendEntrypoint(BackendEntrypoint):
                      group: str | None = None, consolidated: bool | None = None,
                      storage_options: dict | None = None, zarr_format: int | None = None,
                      use_zarr_fill_value_as_mask: bool | None = None,
-                     device: str | None = None) -> Any:
+                     device: str | None = None, ref: str | None = None,
+                     virtual_chunk_containers: Any = None) -> Any:
         from xarray.backends.store import StoreBackendEntrypoint
 
         device = _check_device(device)
         if isinstance(drop_variables, str):
             drop_variables = [drop_variables]
         drop = list(drop_variables or ())
-        node = _open_group(filename_or_obj, group, consolidated, zarr_format, storage_options)
+        node = _open_group(filename_or_obj, group, consolidated, zarr_format, storage_options,
+                           ref=ref, virtual_chunk_containers=virtual_chunk_containers)
         store = ZarrflowStore(node, device=device, drop_variables=drop,
                               use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
                               mask_and_scale=mask_and_scale)

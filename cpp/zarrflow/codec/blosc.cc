@@ -168,13 +168,16 @@ class BloscCodec final : public BytesToBytesCodec {
       return bad("header says " + std::to_string(h.nbytes) + " decoded bytes, more than " +
                  std::to_string(in.size()) + " compressed bytes can hold");
     }
-    try {
-      scratch.resize(h.nbytes);
-    } catch (const std::bad_alloc&) {
-      return out_of_range("blosc: cannot allocate " + std::to_string(h.nbytes) + " bytes");
-    }
+    ZF_RETURN_IF_ERROR(resize_scratch("blosc", scratch, h.nbytes));
     ZF_RETURN_IF_ERROR(decompress(in, scratch.span()));
     return ConstByteSpan(scratch.span());
+  }
+
+  // c-blosc stores a chunk it cannot shrink verbatim after the header: never more than
+  // BLOSC_MAX_OVERHEAD (16) bytes over its input.
+  [[nodiscard]] std::optional<std::uint64_t> max_encoded_size(
+      std::uint64_t decoded) const override {
+    return add_bounds(decoded, BLOSC_MAX_OVERHEAD);
   }
 
   Status decode_into(ConstByteSpan in, ByteSpan out) const override {

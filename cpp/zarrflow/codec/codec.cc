@@ -1,5 +1,6 @@
 #include "zarrflow/codec/codec.h"
 
+#include <climits>
 #include <new>
 
 namespace zarrflow {
@@ -25,6 +26,26 @@ Status ArrayToBytesCodec::plan_partial_read(const ByteReader&, const ChunkSpec&,
   return internal_error(name() + " does not support partial reads");
 }
 
+std::optional<std::uint64_t> ArrayToBytesCodec::max_encoded_size(const ChunkSpec& spec) const {
+  const auto fixed = encoded_size(spec);
+  if (!fixed || *fixed < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(*fixed);
+}
+
+std::optional<std::uint64_t> BytesToBytesCodec::max_encoded_size(std::uint64_t decoded) const {
+  if (decoded > static_cast<std::uint64_t>(INT64_MAX)) return std::nullopt;
+  const auto fixed = encoded_size(static_cast<std::int64_t>(decoded));
+  if (!fixed || *fixed < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(*fixed);
+}
+
+std::optional<std::uint64_t> add_bounds(std::optional<std::uint64_t> a,
+                                        std::optional<std::uint64_t> b) {
+  std::uint64_t sum = 0;
+  if (!a || !b || __builtin_add_overflow(*a, *b, &sum)) return std::nullopt;
+  return sum;
+}
+
 Status BytesToBytesCodec::decode_into(ConstByteSpan in, ByteSpan out) const {
   Buffer scratch;
   ZF_ASSIGN_OR_RETURN(ConstByteSpan decoded, decode(in, out.size(), scratch));
@@ -37,8 +58,8 @@ Status resize_scratch(std::string_view codec, Buffer& scratch, std::size_t n) {
   try {
     scratch.resize(n);
   } catch (const std::bad_alloc&) {
-    return out_of_range(std::string(codec) + ": cannot allocate " + std::to_string(n) +
-                        " bytes for the output");
+    return resource_exhausted(std::string(codec) + ": out of memory allocating " +
+                              std::to_string(n) + " bytes for the output");
   }
   return {};
 }

@@ -93,6 +93,11 @@ class ArrayToBytesCodec : public Codec {
   // Stored size of a chunk when it is fixed (bytes: nbytes; sharding: unknown).
   [[nodiscard]] virtual std::optional<std::int64_t> encoded_size(const ChunkSpec& spec) const = 0;
 
+  // The most bytes a stored chunk like `spec` can take: its fixed size where it has one (the
+  // default), else a worst case (sharding: the index plus every inner chunk at its bound);
+  // nullopt when unbounded or unknown. Readers cap what they read for one chunk by it.
+  [[nodiscard]] virtual std::optional<std::uint64_t> max_encoded_size(const ChunkSpec& spec) const;
+
   // True when the encoded bytes *are* the chunk's elements in C order and native byte order, so
   // a bytes→bytes codec may decompress straight into a contiguous destination.
   [[nodiscard]] virtual bool is_native_layout(const ChunkSpec& spec) const { return false; }
@@ -135,9 +140,19 @@ class BytesToBytesCodec : public Codec {
   [[nodiscard]] virtual std::optional<std::int64_t> encoded_size(std::int64_t decoded) const {
     return std::nullopt;
   }
+
+  // The most bytes the encoding of `decoded` bytes can take: the worst-case expansion of the
+  // reference encoder (ZSTD_compressBound, LZ4_compressBound, ...). The default is encoded_size()
+  // where that is fixed, else nullopt (unbounded or unknown), which is always safe: readers then
+  // fall back to their configured per-chunk limit.
+  [[nodiscard]] virtual std::optional<std::uint64_t> max_encoded_size(std::uint64_t decoded) const;
 };
 
-// Resizes a codec's scratch buffer; an allocation failure becomes kOutOfRange naming `codec`
+// a + b, nullopt when either is unknown or the sum overflows 64 bits (for combining bounds).
+std::optional<std::uint64_t> add_bounds(std::optional<std::uint64_t> a,
+                                        std::optional<std::uint64_t> b);
+
+// Resizes a codec's scratch buffer; an allocation failure becomes kResourceExhausted naming `codec`
 // (sizes come from stored headers, so they are bounded before this is called, but a large
 // legitimate chunk can still exceed memory).
 Status resize_scratch(std::string_view codec, Buffer& scratch, std::size_t n);

@@ -92,6 +92,20 @@ std::optional<std::int64_t> CodecChain::encoded_size() const {
   return size;
 }
 
+std::optional<std::uint64_t> CodecChain::max_encoded_size() const {
+  auto size = a2b_->max_encoded_size(a2b_spec_);
+  for (const auto& c : b2b_) {
+    if (!size) return std::nullopt;
+    size = c->max_encoded_size(*size);
+  }
+  return size;
+}
+
+std::uint64_t stored_size_cap(std::uint64_t bound) {
+  const auto cap = add_bounds(bound, add_bounds(bound / 16, std::uint64_t{64} << 10));
+  return cap.value_or(UINT64_MAX);
+}
+
 bool CodecChain::is_identity() const {
   return a2a_.empty() && b2b_.empty() && a2b_->is_native_layout(a2b_spec_) &&
          a2b_->encoded_size(a2b_spec_) == a2b_spec_.nbytes();

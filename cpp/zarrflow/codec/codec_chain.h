@@ -20,6 +20,11 @@
 
 namespace zarrflow {
 
+// The most bytes a reader accepts for a stored chunk whose codecs bound it by `bound`: the bound
+// plus 1/16 and 64 KiB, room for encoders less tight than the reference libraries (zstd written
+// in smaller blocks, a gzip header with a file name). Saturates at 2^64 - 1.
+std::uint64_t stored_size_cap(std::uint64_t bound);
+
 class CodecChain {
  public:
   // From a Zarr v3 "codecs" array (objects or short-hand name strings) for chunks like `spec`.
@@ -33,6 +38,9 @@ class CodecChain {
   [[nodiscard]] bool supports_partial_read() const;
   // Stored size of a chunk when it does not depend on content (e.g. a shard index).
   [[nodiscard]] std::optional<std::int64_t> encoded_size() const;
+  // The most bytes a stored chunk can take: the array→bytes codec's bound grown by each
+  // bytes→bytes codec's worst-case expansion; nullopt when any codec is unbounded.
+  [[nodiscard]] std::optional<std::uint64_t> max_encoded_size() const;
   // The array→bytes codec (sharding_indexed for sharded arrays).
   [[nodiscard]] const ArrayToBytesCodec& array_to_bytes() const { return *a2b_; }
   // True when stored chunks are the elements themselves in C order and native byte order

@@ -1,12 +1,15 @@
 // The chain: codec order validation, exact intermediate sizes, and views between codecs.
 #include "zarrflow/codec/codec_chain.h"
 
+#include <blosc.h>
 #include <gtest/gtest.h>
 #include <isa-l/crc.h>
 #include <libdeflate.h>
+#include <lz4.h>
 #include <zstd.h>
 
 #include <cstring>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -93,6 +96,86 @@ TEST(CodecChain, RejectsCodecsOutOfOrder) {
       spec);
   EXPECT_EQ(unknown.status().code(), ErrorCode::kUnimplemented);
   EXPECT_NE(unknown.status().message().find("bz2"), std::string::npos);
+}
+
+// The bound of `codecs` (after a `bytes` codec) for chunks of n uint8 elements.
+std::optional<std::uint64_t> chain_bound(const std::string& codecs, std::size_t n) {
+  const ChunkSpec spec{
+      DataType{DTypeKind::kUInt, 1}, {static_cast<std::int64_t>(n)}, std::vector<std::byte>(1)};
+  auto chain = CodecChain::from_v3_json(
+      nlohmann::json::parse(R"([{"name": "bytes", "configuration": {"endian": "little"}}, )" +
+                            codecs + "]"),
+      spec);
+  EXPECT_TRUE(chain.ok()) << chain.status().to_string();
+  return chain.ok() ? chain->max_encoded_size() : std::nullopt;
+}
+
+Bytes random_bytes(std::size_t n) {
+  std::mt19937 rng(7);
+  Bytes v(n);
+  for (auto& b : v) b = static_cast<std::byte>(rng());
+  return v;
+}
+
+// Each codec's bound is its reference library's worst case, and incompressible data encoded by
+// that library at any level stays within it.
+TEST(CodecChain, MaxEncodedSizeBoundsTheReferenceEncoders) {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000},
+                              std::size_t{200000}, (std::size_t{1} << 18) + 7}) {
+    const Bytes src = random_bytes(n);
+    const auto zstd_bound = chain_bound(R"({"name": "zstd"})", n);
+    ASSERT_TRUE(zstd_bound);
+    EXPECT_EQ(*zstd_bound, ZSTD_compressBound(n));
+    for (int level : {1, 9}) {
+      Bytes out(ZSTD_compressBound(n));
+      const std::size_t got = ZSTD_compress(out.data(), out.size(), src.data(), n, level);
+      ASSERT_FALSE(ZSTD_isError(got));
+      EXPECT_LE(got, *zstd_bound) << n;
+    }
+    const auto lz4_bound = chain_bound(R"({"name": "numcodecs.lz4"})", n);
+    ASSERT_TRUE(lz4_bound);
+    EXPECT_EQ(*lz4_bound, 4u + static_cast<std::uint64_t>(LZ4_compressBound(static_cast<int>(n))));
+    const auto blosc_bound = chain_bound(R"({"name": "blosc", "configuration": {"cname": "lz4",
+        "clevel": 9, "shuffle": "shuffle", "typesize": 1}})",
+                                         n);
+    ASSERT_TRUE(blosc_bound);
+    for (const char* cname : {"blosclz", "lz4", "zstd", "zlib"}) {
+      Bytes out(n + BLOSC_MAX_OVERHEAD);
+      const int got =
+          blosc_compress_ctx(9, 1, 1, n, src.data(), out.data(), out.size(), cname, 0, 1);
+      ASSERT_GT(got, 0) << cname;
+      EXPECT_LE(static_cast<std::uint64_t>(got), *blosc_bound) << cname << " " << n;
+    }
+    for (const char* name : {"gzip", "numcodecs.zlib"}) {
+      const bool is_gzip = std::string(name) == "gzip";
+      const auto bound = chain_bound(R"({"name": ")" + std::string(name) + R"("})", n);
+      ASSERT_TRUE(bound);
+      for (int level : {0, 1, 9}) {
+        auto* c = libdeflate_alloc_compressor(level);
+        Bytes out(libdeflate_gzip_compress_bound(c, n));
+        const std::size_t got =
+            is_gzip ? libdeflate_gzip_compress(c, src.data(), n, out.data(), out.size())
+                    : libdeflate_zlib_compress(c, src.data(), n, out.data(), out.size());
+        libdeflate_free_compressor(c);
+        ASSERT_GT(got, 0u);
+        EXPECT_LE(got, *bound) << name << " level " << level << " n " << n;
+      }
+    }
+    EXPECT_EQ(chain_bound(R"({"name": "crc32c"})", n), n + 4);
+    EXPECT_EQ(chain_bound(R"({"name": "zstd"}, {"name": "crc32c"})", n), *zstd_bound + 4);
+  }
+}
+
+TEST(CodecChain, ShardBoundIsTheIndexPlusEveryInnerChunk) {
+  const ChunkSpec spec{DataType{DTypeKind::kUInt, 2}, {4, 6}, std::vector<std::byte>(2)};
+  auto chain = CodecChain::from_v3_json(nlohmann::json::parse(R"([{"name": "sharding_indexed",
+      "configuration": {"chunk_shape": [2, 3], "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}])"),
+                                        spec);
+  ASSERT_TRUE(chain.ok()) << chain.status().to_string();
+  // 4 inner chunks of 12 bytes + 4 (crc32c), and the index: 4 x 16 bytes + 4 (crc32c).
+  EXPECT_EQ(chain->max_encoded_size(), 4u * (12 + 4) + (4 * 16 + 4));
+  EXPECT_EQ(stored_size_cap(1000), 1000u + 62 + 65536);
+  EXPECT_EQ(stored_size_cap(UINT64_MAX - 10), UINT64_MAX);
 }
 
 }  // namespace

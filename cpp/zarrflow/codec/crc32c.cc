@@ -52,6 +52,10 @@ class Crc32cCodec final : public BytesToBytesCodec {
   [[nodiscard]] std::optional<std::int64_t> encoded_size(std::int64_t decoded) const override {
     return decoded + 4;
   }
+  [[nodiscard]] std::optional<std::uint64_t> max_encoded_size(
+      std::uint64_t decoded) const override {
+    return add_bounds(decoded, 4);
+  }
 
   Result<ConstByteSpan> decode(ConstByteSpan in, std::optional<std::size_t> decoded_size,
                                Buffer& /*scratch*/) const override {

@@ -80,6 +80,14 @@ class DeflateCodec final : public BytesToBytesCodec {
     return ConstByteSpan(scratch.span());
   }
 
+  // zlib's compressBound (n + n/4096 + n/16384 + n/2^25 + 13, its 6-byte zlib wrapper
+  // included); gzip's wrapper is 12 bytes longer (10-byte header, 8-byte trailer).
+  [[nodiscard]] std::optional<std::uint64_t> max_encoded_size(
+      std::uint64_t decoded) const override {
+    const std::uint64_t wrapper = wrapper_ == DeflateWrapper::kGzip ? 13 + 12 : 13;
+    return add_bounds(decoded, (decoded >> 12) + (decoded >> 14) + (decoded >> 25) + wrapper);
+  }
+
   Status decode_into(ConstByteSpan in, ByteSpan out) const override {
     auto too_small = [&](ByteSpan&) -> Status {
       return corrupt_data(name() + ": data decompresses to more than the expected " +

@@ -44,13 +44,17 @@ class Lz4Codec final : public BytesToBytesCodec {
         return corrupt_data("lz4: header says " + std::to_string(size) + " bytes, more than " +
                             std::to_string(in.size()) + " compressed bytes can hold");
     }
-    try {
-      scratch.resize(size);
-    } catch (const std::bad_alloc&) {
-      return out_of_range("lz4: cannot allocate " + std::to_string(size) + " bytes");
-    }
+    ZF_RETURN_IF_ERROR(resize_scratch("lz4", scratch, size));
     ZF_RETURN_IF_ERROR(decompress(in, scratch.span()));
     return ConstByteSpan(scratch.span());
+  }
+
+  // The 4-byte size header plus LZ4_compressBound: n + n/255 + 16 (the formula of
+  // LZ4_COMPRESSBOUND, kept in 64 bits: inputs past LZ4_MAX_INPUT_SIZE are not encodable, but a
+  // bound for them must not wrap).
+  [[nodiscard]] std::optional<std::uint64_t> max_encoded_size(
+      std::uint64_t decoded) const override {
+    return add_bounds(decoded, decoded / 255 + 16 + 4);
   }
 
   Status decode_into(ConstByteSpan in, ByteSpan out) const override {

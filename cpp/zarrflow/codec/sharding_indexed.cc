@@ -33,7 +33,9 @@ class ShardingCodec final : public ArrayToBytesCodec {
         inner_(std::move(inner)),
         index_(std::move(index)),
         index_size_(index_size),
-        index_at_end_(index_at_end) {}
+        index_at_end_(index_at_end) {
+    if (const auto bound = inner_.max_encoded_size()) max_inner_bytes_ = stored_size_cap(*bound);
+  }
 
   [[nodiscard]] std::string name() const override { return "sharding_indexed"; }
   [[nodiscard]] std::string describe() const override {
@@ -42,6 +44,15 @@ class ShardingCodec final : public ArrayToBytesCodec {
   }
   [[nodiscard]] std::optional<std::int64_t> encoded_size(const ChunkSpec&) const override {
     return std::nullopt;
+  }
+  // The index plus every inner chunk at its own bound.
+  [[nodiscard]] std::optional<std::uint64_t> max_encoded_size(const ChunkSpec&) const override {
+    const auto inner = inner_.max_encoded_size();
+    if (!inner) return std::nullopt;
+    std::uint64_t all = *inner;
+    for (const auto n : grid_)
+      if (__builtin_mul_overflow(all, static_cast<std::uint64_t>(n), &all)) return std::nullopt;
+    return add_bounds(all, index_size_);
   }
   [[nodiscard]] bool supports_partial_read() const override { return true; }
   [[nodiscard]] const Shape& inner_shape() const { return inner_shape_; }
@@ -208,6 +219,9 @@ class ShardingCodec final : public ArrayToBytesCodec {
         end > shard_size)
       return corrupt_data(where() + " points past the end of the " + std::to_string(shard_size) +
                           "-byte shard");
+    if (nbytes > max_inner_bytes_)
+      return corrupt_data(where() + " is larger than the " + std::to_string(max_inner_bytes_) +
+                          " bytes any encoding of the inner chunk can take");
     const std::uint64_t index_begin = index_at_end_ ? shard_size - index_size_ : 0;
     const std::uint64_t index_end = index_begin + index_size_;
     if (nbytes > 0 && offset < index_end && end > index_begin)
@@ -221,6 +235,8 @@ class ShardingCodec final : public ArrayToBytesCodec {
   CodecChain index_;
   std::uint64_t index_size_;
   bool index_at_end_;
+  // Largest entry accepted: the inner codecs' bound with slack (unbounded: the shard's size).
+  std::uint64_t max_inner_bytes_ = UINT64_MAX;
 };
 
 Result<Shape> int_array(const nlohmann::json& cfg, const char* field) {

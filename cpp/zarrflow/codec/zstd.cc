@@ -114,6 +114,15 @@ class ZstdCodec final : public BytesToBytesCodec {
     return decompress_exact(in, out, declared);
   }
 
+  // ZSTD_compressBound: one frame, header and checksum included (the formula of
+  // ZSTD_COMPRESSBOUND in 64 bits, as ZSTD_compressBound refuses sizes past ZSTD_MAX_INPUT_SIZE).
+  [[nodiscard]] std::optional<std::uint64_t> max_encoded_size(
+      std::uint64_t decoded) const override {
+    constexpr std::uint64_t kSmall = std::uint64_t{128} << 10;
+    const std::uint64_t margin = decoded < kSmall ? (kSmall - decoded) >> 11 : 0;
+    return add_bounds(decoded, (decoded >> 8) + margin);
+  }
+
  private:
   // One-shot decompression of all frames into exactly out.size() bytes.
   static Status decompress_exact(ConstByteSpan in, ByteSpan out,

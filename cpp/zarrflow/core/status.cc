@@ -1,5 +1,8 @@
 #include "zarrflow/core/status.h"
 
+#include <exception>
+#include <new>
+
 namespace zarrflow {
 
 std::string_view error_code_name(ErrorCode code) {
@@ -26,6 +29,8 @@ std::string_view error_code_name(ErrorCode code) {
       return "out of range";
     case ErrorCode::kInternal:
       return "internal error";
+    case ErrorCode::kResourceExhausted:
+      return "resource exhausted";
   }
   return "unknown";
 }
@@ -41,6 +46,25 @@ Status& Status::annotate(std::string_view context) & {
 }
 
 Status&& Status::annotate(std::string_view context) && { return std::move(annotate(context)); }
+
+Status status_from_current_exception() {
+  // Building the message allocates: under memory pressure that may fail too, so the fallback is
+  // a Status whose message is a literal (a std::string that fits its small-string buffer does
+  // not allocate).
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("out of memory");
+  } catch (const std::exception& e) {
+    try {
+      return internal_error(std::string("unexpected exception: ") + e.what());
+    } catch (...) {
+      return internal_error("unexpected");
+    }
+  } catch (...) {
+    return internal_error("unexpected");
+  }
+}
 
 std::string Status::to_string() const {
   if (ok()) return "ok";

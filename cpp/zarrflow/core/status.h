@@ -1,10 +1,12 @@
 // Status and Result<T>: the error vocabulary of every layer.
 //
-// The core never throws. A failing call returns a Status with a short code and a message; each
+// Errors travel as values: a failing call returns a Status with a short code and a message; each
 // layer that passes it upward prefixes what it was doing (`status.annotate("reading chunk
 // 'c/0/1'")`) so the final message reads outermost-first, e.g.
 //   array 'era5/t2m': chunk 'c/12/0/3': zstd: frame truncated
-// The Python binding maps codes 1:1 to exception types (see python/bindings/errors.cc).
+// The only exceptions are those of the standard library (std::bad_alloc from an allocation);
+// run_guarded() turns them into a Status where no exception may pass (pool threads, chunk reads).
+// The Python binding maps codes 1:1 to exception types (see python/bindings/module.cc).
 // Thread-safety: values; no shared state.
 #pragma once
 
@@ -19,16 +21,17 @@ namespace zarrflow {
 
 enum class ErrorCode : std::uint8_t {
   kOk = 0,
-  kInvalidArgument,   // caller passed something unusable (bad region, wrong buffer size)
-  kInvalidMetadata,   // zarr.json / .zarray / codec configuration is malformed
-  kNotFound,          // a node or key does not exist
-  kUnimplemented,     // valid Zarr that zarrflow does not support (codec, dtype, extension)
-  kCorruptData,       // stored bytes cannot be decoded or decode to the wrong size
-  kChecksumMismatch,  // crc32c or a codec's own checksum failed
-  kIoError,           // the operating system or a server reported an error
-  kPathEscape,        // a key or path would leave the store root
-  kOutOfRange,        // an index or size is outside what the array or 64 bits allow
-  kInternal,          // a bug in zarrflow
+  kInvalidArgument,    // caller passed something unusable (bad region, wrong buffer size)
+  kInvalidMetadata,    // zarr.json / .zarray / codec configuration is malformed
+  kNotFound,           // a node or key does not exist
+  kUnimplemented,      // valid Zarr that zarrflow does not support (codec, dtype, extension)
+  kCorruptData,        // stored bytes cannot be decoded or decode to the wrong size
+  kChecksumMismatch,   // crc32c or a codec's own checksum failed
+  kIoError,            // the operating system or a server reported an error
+  kPathEscape,         // a key or path would leave the store root
+  kOutOfRange,         // an index or size is outside what the array or 64 bits allow
+  kInternal,           // a bug in zarrflow
+  kResourceExhausted,  // memory (std::bad_alloc) or another operating-system resource ran out
 };
 
 std::string_view error_code_name(ErrorCode code);
@@ -72,6 +75,29 @@ inline Status io_error(std::string msg) { return {ErrorCode::kIoError, std::move
 inline Status path_escape(std::string msg) { return {ErrorCode::kPathEscape, std::move(msg)}; }
 inline Status out_of_range(std::string msg) { return {ErrorCode::kOutOfRange, std::move(msg)}; }
 inline Status internal_error(std::string msg) { return {ErrorCode::kInternal, std::move(msg)}; }
+inline Status resource_exhausted(std::string msg) {
+  return {ErrorCode::kResourceExhausted, std::move(msg)};
+}
+
+// The Status for an exception caught at a boundary no exception may cross (a pool thread, a
+// parallel_for item, a chunk read): std::bad_alloc → kResourceExhausted ("out of memory"),
+// anything else → kInternal with its what(). Call only inside a catch block.
+Status status_from_current_exception();
+
+// Runs `fn` (returning Status or void) and turns any exception it throws into a Status.
+template <typename F>
+Status run_guarded(F&& fn) noexcept {
+  try {
+    if constexpr (std::is_void_v<decltype(fn())>) {
+      fn();
+      return {};
+    } else {
+      return fn();
+    }
+  } catch (...) {
+    return status_from_current_exception();
+  }
+}
 
 // A value or the Status explaining why there is none (like std::expected<T, Status>).
 template <typename T>

@@ -32,8 +32,17 @@ void lower_priority(int delta) {
 
 ThreadPool::ThreadPool(std::size_t num_threads, int nice) : nice_(std::max(0, nice)) {
   if (num_threads == 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
-  threads_.reserve(num_threads);
-  for (std::size_t i = 0; i < num_threads; ++i) threads_.emplace_back([this] { worker_loop(); });
+  requested_ = num_threads;
+  // std::thread throws std::system_error when the kernel refuses a thread (EAGAIN: pids limit,
+  // RLIMIT_NPROC, no address space for its stack); reserve() throws for absurd counts. Either
+  // way the pool keeps the threads it has.
+  try {
+    threads_.reserve(num_threads);
+    for (std::size_t i = 0; i < num_threads; ++i) threads_.emplace_back([this] { worker_loop(); });
+  } catch (const std::exception& e) {
+    start_error_ = e.what();
+    if (start_error_.empty()) start_error_ = "thread creation failed";
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -46,6 +55,10 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::submit(std::function<void()> fn) {
+  if (threads_.empty()) {
+    if (!run_guarded(fn).ok()) ++failed_jobs_;
+    return;
+  }
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(fn));
@@ -64,7 +77,8 @@ void ThreadPool::worker_loop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    job();
+    // An exception leaving a thread function would std::terminate the process.
+    if (!run_guarded(job).ok()) ++failed_jobs_;
   }
 }
 
@@ -88,7 +102,7 @@ struct LoopState {
       const std::size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n) return;
       Status s;
-      if (!failed.load(std::memory_order_relaxed)) s = (*fn)(i);
+      if (!failed.load(std::memory_order_relaxed)) s = run_guarded([&] { return (*fn)(i); });
       std::lock_guard lock(mu);
       if (!s.ok() && first_error.ok()) {
         first_error = std::move(s);
@@ -99,22 +113,36 @@ struct LoopState {
   }
 };
 
+Status run_serially(std::size_t n, const std::function<Status(std::size_t)>& fn) {
+  for (std::size_t i = 0; i < n; ++i) ZF_RETURN_IF_ERROR(run_guarded([&] { return fn(i); }));
+  return {};
+}
+
 }  // namespace
 
 Status ThreadPool::parallel_for(std::size_t n, const std::function<Status(std::size_t)>& fn,
                                 std::size_t max_parallel) {
   if (n == 0) return {};
   if (max_parallel == 0) max_parallel = threads_.size() + 1;
-  if (n == 1 || max_parallel == 1) {
-    for (std::size_t i = 0; i < n; ++i) ZF_RETURN_IF_ERROR(fn(i));
-    return {};
+  if (n == 1 || max_parallel == 1 || threads_.empty()) return run_serially(n, fn);
+  std::shared_ptr<LoopState> state;
+  try {
+    state = std::make_shared<LoopState>();
+  } catch (...) {
+    return run_serially(n, fn);  // no memory for the shared state: the caller does it all
   }
-  auto state = std::make_shared<LoopState>();
   state->n = n;
   state->fn = &fn;  // valid until this call returns, which waits for every claimed item
+  // Helpers that could not be queued (no memory) are simply not there: the caller and the
+  // helpers already queued claim every item.
   const std::size_t helpers = std::min({n - 1, threads_.size(), max_parallel - 1});
-  for (std::size_t h = 0; h < helpers; ++h) submit([state] { state->run_items(); });
+  try {
+    for (std::size_t h = 0; h < helpers; ++h) submit([state] { state->run_items(); });
+  } catch (...) {
+  }
   state->run_items();
+  // Every item has been claimed once run_items returns; wait for those other threads run. A
+  // helper dequeued later finds nothing to claim and touches only `state`, which it co-owns.
   std::unique_lock lock(state->mu);
   state->done_cv.wait(lock, [&] { return state->finished == n; });
   return std::move(state->first_error);
@@ -122,8 +150,7 @@ Status ThreadPool::parallel_for(std::size_t n, const std::function<Status(std::s
 
 Status parallel_for(ThreadPool* pool, std::size_t n, const std::function<Status(std::size_t)>& fn) {
   if (pool != nullptr) return pool->parallel_for(n, fn);
-  for (std::size_t i = 0; i < n; ++i) ZF_RETURN_IF_ERROR(fn(i));
-  return {};
+  return run_serially(n, fn);
 }
 
 }  // namespace zarrflow

@@ -5,15 +5,25 @@
 // parallel_for issued from inside a pool task (a shard's inner chunks inside a chunk task) can
 // never deadlock, however small the pool. The first failing Status stops further items from
 // starting and is returned.
+// Exceptions: none leaves a pool thread or parallel_for. An item that throws fails like an item
+// returning an error (std::bad_alloc → kResourceExhausted, others → kInternal), and parallel_for
+// returns only after every item another thread claimed has finished, so `fn` and what it refers
+// to in the caller's frame outlive every use.
+// Thread start failure: where the operating system refuses threads (a pids limit, `ulimit -u`,
+// `ulimit -v` too small for the stacks), the pool runs with those it got: size() is the true
+// count, start_error() says why it is short. Zero threads work too: parallel_for then runs
+// everything on the caller, submit() runs the job at once.
 // Lifetime: the pool joins its threads on destruction; it must outlive every call into it.
 // Thread-safety: all methods may be called from any thread, including pool threads.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -31,22 +41,32 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+  // Threads running (fewer than requested() when the operating system refused some).
   [[nodiscard]] std::size_t size() const { return threads_.size(); }
+  [[nodiscard]] std::size_t requested() const { return requested_; }
+  // Why size() < requested(): the error starting the next thread gave; "" when all started.
+  [[nodiscard]] const std::string& start_error() const { return start_error_; }
   [[nodiscard]] int nice() const { return nice_; }
+  // Submitted jobs that ended by throwing (the exception is dropped there, not propagated).
+  [[nodiscard]] std::size_t failed_jobs() const { return failed_jobs_.load(); }
 
-  // Runs `fn` on a pool thread some time later.
+  // Runs `fn` on a pool thread some time later (at once on the caller when the pool has no
+  // threads).
   void submit(std::function<void()> fn);
 
   // Runs fn(i) for i in [0, n) using at most `max_parallel` threads in total (0 = pool size + 1,
   // counting the caller). Returns the first error; items not yet started when it occurred are
-  // skipped.
+  // skipped. Never throws.
   Status parallel_for(std::size_t n, const std::function<Status(std::size_t)>& fn,
                       std::size_t max_parallel = 0);
 
  private:
   void worker_loop();
 
+  std::size_t requested_ = 0;
+  std::string start_error_;
   int nice_ = 0;
+  std::atomic<std::size_t> failed_jobs_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
@@ -54,7 +74,8 @@ class ThreadPool {
   std::vector<std::thread> threads_;
 };
 
-// Runs fn(0..n-1) on `pool`, or serially on the caller when pool is null.
+// Runs fn(0..n-1) on `pool`, or serially on the caller when pool is null (exceptions from fn
+// become errors there too).
 Status parallel_for(ThreadPool* pool, std::size_t n, const std::function<Status(std::size_t)>& fn);
 
 }  // namespace zarrflow

@@ -3,12 +3,27 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <fstream>
 #include <future>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <thread>
 
 #ifdef __linux__
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ZF_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ZF_SANITIZED 1
+#endif
 #endif
 
 #include "zarrflow/core/buffer.h"
@@ -75,6 +90,146 @@ TEST(ThreadPool, FirstErrorIsReturnedAndStopsNewItems) {
   EXPECT_EQ(s.message(), "item 3");
   EXPECT_LT(ran.load(), 10000);
 }
+
+TEST(ThreadPool, ItemExceptionsBecomeErrors) {
+  ThreadPool pool(3);
+  Status oom = pool.parallel_for(64, [](std::size_t i) -> Status {
+    if (i == 17) throw std::bad_alloc();
+    return {};
+  });
+  EXPECT_EQ(oom.code(), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(oom.message(), "out of memory");
+  Status other = pool.parallel_for(64, [](std::size_t i) -> Status {
+    if (i == 40) throw std::runtime_error("boom");
+    return {};
+  });
+  EXPECT_EQ(other.code(), ErrorCode::kInternal);
+  EXPECT_NE(other.message().find("boom"), std::string::npos) << other.message();
+  // The serial forms (one item, no pool) catch as well.
+  EXPECT_EQ(pool.parallel_for(1, [](std::size_t) -> Status { throw std::bad_alloc(); }).code(),
+            ErrorCode::kResourceExhausted);
+  EXPECT_EQ(parallel_for(nullptr, 3,
+                         [](std::size_t i) -> Status {
+                           if (i == 2) throw std::bad_alloc();
+                           return {};
+                         })
+                .code(),
+            ErrorCode::kResourceExhausted);
+}
+
+// The caller's item throws while helpers are still inside theirs: parallel_for must not return
+// (unwinding the frame their `fn` refers to) before they are done.
+TEST(ThreadPool, ReturnsOnlyAfterHelpersFinishWhenTheCallerThrows) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> inside{0}, max_after{0};
+    const auto caller = std::this_thread::get_id();
+    Status s = pool.parallel_for(16, [&](std::size_t) -> Status {
+      if (std::this_thread::get_id() == caller) throw std::bad_alloc();
+      ++inside;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      --inside;
+      return {};
+    });
+    max_after = inside.load();
+    EXPECT_EQ(s.code(), ErrorCode::kResourceExhausted);
+    EXPECT_EQ(max_after.load(), 0) << "helpers still running after parallel_for returned";
+  }
+}
+
+TEST(ThreadPool, ManyConcurrentLoopsWithFailures) {
+  ThreadPool pool(3);
+  std::vector<std::thread> callers;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 6; ++t) {
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < 30; ++round) {
+        std::atomic<int> inner_items{0};
+        const bool fail = (round + t) % 3 == 0;
+        Status s = pool.parallel_for(12, [&](std::size_t i) -> Status {
+          if (fail && i == 7) throw std::bad_alloc();
+          return pool.parallel_for(5, [&](std::size_t) {
+            ++inner_items;
+            return Status();
+          });
+        });
+        if (fail ? s.code() != ErrorCode::kResourceExhausted
+                 : !(s.ok() && inner_items.load() == 60))
+          ++wrong;
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(ThreadPool, ThrowingSubmittedJobLeavesThePoolWorking) {
+  ThreadPool pool(1);
+  pool.submit([] { throw std::runtime_error("job failed"); });
+  std::promise<void> ran;
+  pool.submit([&] { ran.set_value(); });
+  ran.get_future().get();  // the one thread survived the first job
+  EXPECT_EQ(pool.failed_jobs(), 1u);
+  EXPECT_EQ(pool.requested(), 1u);
+  EXPECT_EQ(pool.size(), 1u);
+  EXPECT_EQ(pool.start_error(), "");
+}
+
+#if defined(__linux__) && !defined(ZF_SANITIZED)
+// Thread creation failure, for real: in a child process whose address space (RLIMIT_AS) leaves
+// room for `stacks` thread stacks at most, a 64-thread pool starts fewer threads, says why, and
+// still runs every item. RLIMIT_AS rather than RLIMIT_NPROC because the latter does not apply to
+// root (tests run as root in containers); sanitizer runtimes reserve terabytes of address space,
+// so there the limit cannot be set.
+std::size_t address_space_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) * 1024;  // kB
+  return 0;
+}
+
+std::size_t default_stack_bytes() {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  std::size_t size = 0;
+  pthread_attr_getstacksize(&attr, &size);
+  pthread_attr_destroy(&attr);
+  return size;
+}
+
+// Exits 0 when a pool of 64 under the limit started at most `max_started` threads, reported it,
+// and ran every item.
+[[noreturn]] void pool_under_address_limit(std::size_t stacks, std::size_t max_started) {
+  const std::size_t vm = address_space_bytes();
+  const std::size_t stack = default_stack_bytes();
+  if (vm == 0 || stack == 0) std::_Exit(2);
+  const rlimit lim{vm + stacks * stack + stack / 2, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_AS, &lim) != 0) std::_Exit(3);
+  ThreadPool pool(64);
+  if (pool.size() > max_started || pool.requested() != 64 || pool.start_error().empty())
+    std::_Exit(4);
+  std::atomic<int> items{0};
+  Status s = pool.parallel_for(100, [&](std::size_t) {
+    ++items;
+    return Status();
+  });
+  std::promise<void> ran;
+  pool.submit([&] { ran.set_value(); });
+  ran.get_future().get();
+  std::_Exit(s.ok() && items.load() == 100 ? 0 : 5);
+}
+
+TEST(ThreadPoolDeathTest, RunsWithTheThreadsItGot) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(pool_under_address_limit(4, 4), ::testing::ExitedWithCode(0), "");
+}
+
+TEST(ThreadPoolDeathTest, RunsOnTheCallerWithNoThreads) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(pool_under_address_limit(0, 0), ::testing::ExitedWithCode(0), "");
+}
+#endif
 
 TEST(BufferPool, ReusesReleasedBuffers) {
   BufferPool pool;

@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 // glibc before 2.32 names no SYS_openat2 (the wheels build against glibc 2.27); the kernel's
 // header, which defines open_how, has its number.
@@ -25,6 +27,15 @@ namespace zarrflow {
 namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
 
 long sys_openat2(int dirfd, const char* path, int flags) {
   open_how how{};
@@ -42,6 +53,7 @@ class FdGuard {
   FdGuard(const FdGuard&) = delete;
   FdGuard& operator=(const FdGuard&) = delete;
   [[nodiscard]] int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -93,10 +105,13 @@ FileStore::FileStore(std::string root, std::string real_root, int root_fd)
 
 FileStore::~FileStore() { ::close(root_fd_); }
 
-std::string FileStore::describe_key(std::string_view key) const { return join_key(root_, key); }
+std::string FileStore::describe_key(std::string_view key) const {
+  return join_key(root_, printable_key(key));
+}
 
 Result<int> FileStore::open_key(std::string_view key, int flags) const {
-  ZF_RETURN_IF_ERROR(validate_key(key, /*allow_empty=*/true));
+  // The root ("") names a directory to list, never a value.
+  ZF_RETURN_IF_ERROR(validate_key(key, /*allow_empty=*/(flags & O_DIRECTORY) != 0));
   const std::string k = key.empty() ? "." : std::string(key);
   if (have_openat2_) {
     long r = sys_openat2(root_fd_, k.c_str(), flags | O_CLOEXEC);
@@ -130,21 +145,30 @@ Result<int> FileStore::open_key(std::string_view key, int flags) const {
   return fd;
 }
 
-Status FileStore::is_directory(std::string_view key) const {
-  // A directory where a value should be is neither a value nor a missing key (reading it as
-  // missing would silently turn it into fill values).
-  return io_error(describe_key(key) + " is a directory, not a value");
-}
-
-Result<std::optional<Buffer>> FileStore::get(std::string_view key) const {
-  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
-  if (raw_fd < 0) return std::optional<Buffer>();
+Result<int> FileStore::open_value(std::string_view key, std::uint64_t* size) const {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. Regular files
+  // ignore the flag, and nothing but regular files is read.
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY | O_NONBLOCK));
+  if (raw_fd < 0) return -1;
   FdGuard fd(raw_fd);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0)
     return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return is_directory(key);
-  Buffer b = pool_.acquire(static_cast<std::size_t>(st.st_size));
+  // A directory where a value should be is neither a value nor a missing key (reading it as
+  // missing would silently turn it into fill values); nor is a FIFO, socket or device.
+  if (!S_ISREG(st.st_mode))
+    return io_error(describe_key(key) + " is " + file_kind(st.st_mode) + ", not a value");
+  *size = static_cast<std::uint64_t>(st.st_size);
+  return fd.release();
+}
+
+Result<std::optional<Buffer>> FileStore::get(std::string_view key, std::uint64_t max_size) const {
+  std::uint64_t size = 0;
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_value(key, &size));
+  if (raw_fd < 0) return std::optional<Buffer>();
+  FdGuard fd(raw_fd);
+  if (size > max_size) return value_too_large(describe_key(key), size, max_size);
+  Buffer b = pool_.acquire(static_cast<std::size_t>(size));
   ZF_ASSIGN_OR_RETURN(std::size_t n,
                       pread_full(fd.get(), b.data(), b.size(), 0, describe_key(key)));
   b.resize(n);  // a file that shrank under us reads short; codecs then report the size mismatch
@@ -153,14 +177,10 @@ Result<std::optional<Buffer>> FileStore::get(std::string_view key) const {
 
 Result<std::optional<std::vector<Buffer>>> FileStore::get_ranges(
     std::string_view key, std::span<const ByteRange> ranges) const {
-  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  std::uint64_t size = 0;
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_value(key, &size));
   if (raw_fd < 0) return std::optional<std::vector<Buffer>>();
   FdGuard fd(raw_fd);
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0)
-    return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return is_directory(key);
-  const auto size = static_cast<std::uint64_t>(st.st_size);
   std::vector<Buffer> out;
   out.reserve(ranges.size());
   for (const auto& r : ranges) {
@@ -176,16 +196,13 @@ Result<std::optional<std::vector<Buffer>>> FileStore::get_ranges(
 }
 
 Result<bool> FileStore::read_exact(std::string_view key, ByteSpan dst) const {
-  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  std::uint64_t size = 0;
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_value(key, &size));
   if (raw_fd < 0) return false;
   FdGuard fd(raw_fd);
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0)
-    return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return is_directory(key);
-  if (static_cast<std::uint64_t>(st.st_size) != dst.size())
-    return corrupt_data(describe_key(key) + " has " + std::to_string(st.st_size) +
-                        " bytes, expected " + std::to_string(dst.size()));
+  if (size != dst.size())
+    return corrupt_data(describe_key(key) + " has " + std::to_string(size) + " bytes, expected " +
+                        std::to_string(dst.size()));
   ZF_ASSIGN_OR_RETURN(std::size_t n,
                       pread_full(fd.get(), dst.data(), dst.size(), 0, describe_key(key)));
   if (n != dst.size())
@@ -196,7 +213,8 @@ Result<bool> FileStore::read_exact(std::string_view key, ByteSpan dst) const {
 
 Result<bool> FileStore::read_range_into(std::string_view key, std::uint64_t offset,
                                         ByteSpan dst) const {
-  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  std::uint64_t size = 0;
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_value(key, &size));
   if (raw_fd < 0) return false;
   FdGuard fd(raw_fd);
   ZF_ASSIGN_OR_RETURN(std::size_t n,
@@ -213,7 +231,8 @@ Result<bool> FileStore::read_direct(std::string_view key, std::uint64_t offset,
   const std::uint64_t lead = offset % kBlock;
   *direct = false;
   if (slot.size() < lead + length) return invalid_argument("read_direct: slot too small");
-  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  std::uint64_t size = 0;
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_value(key, &size));
   if (raw_fd < 0) return false;
   FdGuard fd(raw_fd);
   const std::uint64_t aligned_off = offset - lead;
@@ -258,14 +277,28 @@ Result<bool> FileStore::read_direct(std::string_view key, std::uint64_t offset,
 }
 
 Result<std::optional<std::uint64_t>> FileStore::size(std::string_view key) const {
-  ZF_ASSIGN_OR_RETURN(int raw_fd, open_key(key, O_RDONLY));
+  std::uint64_t size = 0;
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_value(key, &size));
   if (raw_fd < 0) return std::optional<std::uint64_t>();
+  FdGuard fd(raw_fd);
+  return std::optional(size);
+}
+
+Result<std::optional<ValueVersion>> FileStore::version(std::string_view key) const {
+  std::uint64_t size = 0;
+  ZF_ASSIGN_OR_RETURN(int raw_fd, open_value(key, &size));  // regular files only
+  if (raw_fd < 0) return std::optional<ValueVersion>();
   FdGuard fd(raw_fd);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0)
     return io_error(describe_key(key) + ": stat failed: " + errno_text(errno));
-  if (S_ISDIR(st.st_mode)) return is_directory(key);
-  return std::optional(static_cast<std::uint64_t>(st.st_size));
+  const auto micros = static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000u +
+                      static_cast<std::uint64_t>(st.st_mtim.tv_nsec) / 1000u;
+  char etag[64];
+  std::snprintf(etag, sizeof etag, "%llx-%llx-%llx", static_cast<unsigned long long>(st.st_ino),
+                static_cast<unsigned long long>(micros),
+                static_cast<unsigned long long>(st.st_size));
+  return std::optional(ValueVersion{etag, static_cast<std::int64_t>(st.st_mtim.tv_sec)});
 }
 
 namespace {

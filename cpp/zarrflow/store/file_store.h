@@ -3,8 +3,11 @@
 // Every key is opened relative to the root directory with openat2(RESOLVE_BENEATH) where the
 // kernel has it, so neither '..', absolute names nor symlinks can lead outside the root; where it
 // does not (older kernels, gVisor), or refuses an absolute symlink, the resolved real path is
-// checked against the root instead. A directory where a value is expected is an I/O error.
-// Symlinks that stay inside the root work as usual. Reads use pread into pooled buffers.
+// checked against the root instead. Symlinks that stay inside the root work as usual.
+// Values must be regular files: they are opened with O_NONBLOCK (a FIFO would otherwise block
+// the open until a writer came) and checked with fstat, so a directory, FIFO, socket or device
+// where a value is expected is an I/O error naming the key, never a hang. Reads use pread into
+// pooled buffers.
 // Thread-safety: all methods are safe to call concurrently. Lifetime: holds an fd of the root.
 #pragma once
 
@@ -21,13 +24,15 @@ class FileStore final : public Store {
   static Result<std::shared_ptr<FileStore>> open(const std::string& root);
   ~FileStore() override;
 
-  Result<std::optional<Buffer>> get(std::string_view key) const override;
+  Result<std::optional<Buffer>> get(std::string_view key,
+                                    std::uint64_t max_size = kNoLimit) const override;
   Result<std::optional<std::vector<Buffer>>> get_ranges(
       std::string_view key, std::span<const ByteRange> ranges) const override;
   Result<bool> read_exact(std::string_view key, ByteSpan dst) const override;
   Result<bool> read_range_into(std::string_view key, std::uint64_t offset,
                                ByteSpan dst) const override;
   Result<std::optional<std::uint64_t>> size(std::string_view key) const override;
+  Result<std::optional<ValueVersion>> version(std::string_view key) const override;
   Result<std::vector<ListEntry>> list(std::string_view prefix) const override;
   Result<std::vector<std::string>> list_dir(std::string_view prefix) const override;
   Status set(std::string_view key, ConstByteSpan value) override;
@@ -45,9 +50,11 @@ class FileStore final : public Store {
 
  private:
   FileStore(std::string root, std::string real_root, int root_fd);
-  // An open fd for `key`, -1 when it does not exist (or is a directory), or an error.
+  // An open fd for `key`, -1 when it does not exist, or an error.
   Result<int> open_key(std::string_view key, int flags) const;
-  Status is_directory(std::string_view key) const;
+  // An open fd of the regular file holding `key`'s value and its size; -1 when the key does not
+  // exist; an error naming the key when something other than a regular file is there.
+  Result<int> open_value(std::string_view key, std::uint64_t* size) const;
 
   std::string root_;       // as given, for messages
   std::string real_root_;  // realpath of the root, for the fallback containment check

@@ -70,6 +70,8 @@ struct Attempt {
   std::optional<std::uint64_t> content_length;
   std::optional<std::uint64_t> range_start, range_end, total_size;
   std::optional<double> retry_after;
+  std::string etag;
+  std::optional<std::int64_t> last_modified_s;
   std::uint64_t header_bytes = 0;
   // The body.
   bool body_started = false;
@@ -125,6 +127,17 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
     a.range_end.reset();
     a.total_size.reset();
     a.retry_after.reset();
+    a.etag.clear();
+    a.last_modified_s.reset();
+  } else if (iequals_prefix(line, "etag:")) {
+    std::string_view v = line.substr(5);
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    if (v.starts_with("W/")) v.remove_prefix(2);
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    a.etag.assign(v.substr(0, 1024));
+  } else if (iequals_prefix(line, "last-modified:")) {
+    const std::string date(line.substr(14));
+    if (const time_t t = curl_getdate(date.c_str(), nullptr); t != -1) a.last_modified_s = t;
   } else if (iequals_prefix(line, "content-length:")) {
     a.content_length = parse_u64(line.substr(15));
   } else if (iequals_prefix(line, "content-range:")) {
@@ -474,8 +487,10 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
     a.pool = &pool_;
     a.range = req.range;
     a.head = head;
-    a.bound = req.max_body_bytes.value_or(options_.max_object_bytes);
-    a.bound_is_callers = req.max_body_bytes.has_value();
+    // The tighter of the caller's bound (a chunk's largest encoded size) and max_object_bytes.
+    a.bound = std::min(req.max_body_bytes.value_or(options_.max_object_bytes),
+                       options_.max_object_bytes);
+    a.bound_is_callers = req.max_body_bytes.has_value() && a.bound < options_.max_object_bytes;
     a.max_object = options_.max_object_bytes;
     std::unique_ptr<curl_slist, SlistDeleter> headers;
     if (!range.empty()) headers.reset(curl_slist_append(nullptr, range.c_str()));
@@ -566,6 +581,8 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
         resp.body_bytes = a.written;
         resp.total_size = head ? a.content_length : a.total_size;
         resp.error_body = std::move(a.error_body);
+        resp.etag = std::move(a.etag);
+        resp.last_modified_s = a.last_modified_s;
         resp.attempts = attempt;
         if (ok) {
           counters_.bytes += a.received;

@@ -239,8 +239,9 @@ Result<std::optional<HttpResponse>> HttpStore::fetch(std::string_view key, std::
   return std::optional(std::move(r));
 }
 
-Result<std::optional<Buffer>> HttpStore::get(std::string_view key) const {
-  return get_at_most(key, std::nullopt);
+Result<std::optional<Buffer>> HttpStore::get(std::string_view key, std::uint64_t max_size) const {
+  // The bound goes to the transfer itself: a body past it ends the request (never buffered).
+  return get_at_most(key, max_size == kNoLimit ? std::nullopt : std::optional(max_size));
 }
 
 Result<std::optional<Buffer>> HttpStore::get_at_most(std::string_view key,
@@ -373,6 +374,13 @@ Result<std::optional<std::uint64_t>> HttpStore::size(std::string_view key) const
   if (!r->total_size)
     return io_error(describe_key(key) + ": the server sent no Content-Length for HEAD");
   return std::optional<std::uint64_t>(*r->total_size);
+}
+
+Result<std::optional<ValueVersion>> HttpStore::version(std::string_view key) const {
+  BodySink sink;
+  ZF_ASSIGN_OR_RETURN(auto r, fetch(key, "HEAD", std::nullopt, sink));
+  if (!r) return std::optional<ValueVersion>();
+  return std::optional(ValueVersion{r->etag, r->last_modified_s});
 }
 
 Result<S3ListPage> HttpStore::list_objects(const std::string& prefix, bool delimited) const {

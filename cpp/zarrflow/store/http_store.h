@@ -58,7 +58,8 @@ class HttpStore final : public Store {
   //  "verify_tls": true, "ca_bundle": ""}
   static Result<std::shared_ptr<HttpStore>> open_json(std::string_view json);
 
-  Result<std::optional<Buffer>> get(std::string_view key) const override;
+  Result<std::optional<Buffer>> get(std::string_view key,
+                                    std::uint64_t max_size = kNoLimit) const override;
   // get() with the caller's bound on the value's size (a chunk's largest encoded size): a body
   // past `max_bytes` ends the transfer with kIoError. nullopt: the max_object_bytes option.
   Result<std::optional<Buffer>> get_at_most(std::string_view key,
@@ -70,6 +71,8 @@ class HttpStore final : public Store {
                                ByteSpan dst) const override;
   Result<std::optional<Tail>> get_tail(std::string_view key, std::uint64_t length) const override;
   Result<std::optional<std::uint64_t>> size(std::string_view key) const override;
+  // A HEAD: the ETag and Last-Modified headers.
+  Result<std::optional<ValueVersion>> version(std::string_view key) const override;
   Result<std::vector<ListEntry>> list(std::string_view prefix) const override;
   Result<std::vector<std::string>> list_dir(std::string_view prefix) const override;
   Status set(std::string_view key, ConstByteSpan value) override;

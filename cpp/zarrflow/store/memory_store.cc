@@ -13,10 +13,11 @@ MemoryStore::Value MemoryStore::find(std::string_view key) const {
   return it == values_.end() ? nullptr : it->second;
 }
 
-Result<std::optional<Buffer>> MemoryStore::get(std::string_view key) const {
+Result<std::optional<Buffer>> MemoryStore::get(std::string_view key, std::uint64_t max_size) const {
   ZF_RETURN_IF_ERROR(validate_key(key));
   Value v = find(key);
   if (!v) return std::optional<Buffer>();
+  if (v->size() > max_size) return value_too_large(describe_key(key), v->size(), max_size);
   return std::optional(Buffer::copy_of(*v));
 }
 
@@ -78,7 +79,7 @@ void MemoryStore::erase(std::string_view key) {
 }
 
 std::string MemoryStore::describe_key(std::string_view key) const {
-  return name_ + "://" + std::string(key);
+  return name_ + "://" + printable_key(key);
 }
 
 }  // namespace zarrflow

@@ -16,7 +16,8 @@ class MemoryStore final : public Store {
  public:
   explicit MemoryStore(std::string name = "memory") : name_(std::move(name)) {}
 
-  Result<std::optional<Buffer>> get(std::string_view key) const override;
+  Result<std::optional<Buffer>> get(std::string_view key,
+                                    std::uint64_t max_size = kNoLimit) const override;
   Result<std::optional<std::vector<Buffer>>> get_ranges(
       std::string_view key, std::span<const ByteRange> ranges) const override;
   Result<std::optional<std::uint64_t>> size(std::string_view key) const override;

@@ -10,7 +10,7 @@ std::string ByteRange::to_string() const {
 }
 
 Result<bool> Store::read_exact(std::string_view key, ByteSpan dst) const {
-  ZF_ASSIGN_OR_RETURN(auto value, get(key));
+  ZF_ASSIGN_OR_RETURN(auto value, get(key, dst.size()));
   if (!value) return false;
   if (value->size() != dst.size())
     return corrupt_data(describe_key(key) + " has " + std::to_string(value->size()) +
@@ -41,8 +41,42 @@ Result<std::optional<Store::Tail>> Store::get_tail(std::string_view key,
   return std::optional(Tail{std::move((*parts)[0]), *total});
 }
 
+Result<std::optional<ValueVersion>> Store::version(std::string_view key) const {
+  return unimplemented(describe_key(key) + ": this store keeps no version (ETag or modification "
+                       "time) of its values");
+}
+
+Status value_too_large(const std::string& described_key, std::uint64_t size,
+                       std::uint64_t max_size) {
+  return corrupt_data(described_key + " has " + std::to_string(size) + " bytes, more than the " +
+                      std::to_string(max_size) + " it can have");
+}
+
+std::string printable_key(std::string_view key) {
+  std::string out;
+  out.reserve(key.size());
+  for (const char c : key) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 Status validate_key(std::string_view key, bool allow_empty) {
-  auto quoted = [&] { return "key '" + std::string(key) + "'"; };
+  auto quoted = [&] { return "key '" + printable_key(key) + "'"; };
   if (key.empty()) {
     if (allow_empty) return {};
     return invalid_argument("empty key");

@@ -3,7 +3,9 @@
 // Keys are '/'-separated, relative to the store root ("era5/t2m/c/0/1/2"). Every implementation
 // validates keys with validate_key() first, so no key can name something outside the root.
 // A missing key is not an error: get() returns std::nullopt (Zarr turns that into fill values
-// where the spec says so); an I/O failure is an error naming the key.
+// where the spec says so); an I/O failure is an error naming the key. Whole-value reads take the
+// most bytes the caller can use (a chunk's largest encoding, a metadata document's cap): a larger
+// value is an error found before anything of its size is allocated.
 // Thread-safety: every method may be called concurrently from many threads.
 // Lifetime: stores are shared through std::shared_ptr; buffers they return own their memory.
 #pragma once
@@ -41,6 +43,15 @@ struct CoalesceOptions {
   std::uint64_t max_merged_bytes = 16 << 20;  // upper bound of a merged request
 };
 
+// What identifies the stored version of a value, to check that the value a reference points at
+// (a virtual chunk inside a netCDF file) has not changed since the reference was made.
+struct ValueVersion {
+  // The object store's ETag (quotes stripped); for local files "<inode>-<mtime in µs>-<size>" in
+  // lowercase hex, the ETag icechunk and Rust's object_store give local files.
+  std::string etag;
+  std::optional<std::int64_t> modified_s;  // last modification, seconds since the Unix epoch
+};
+
 struct ListEntry {
   std::string key;     // relative to the listed prefix's store root (full key)
   std::uint64_t size;  // bytes
@@ -48,10 +59,15 @@ struct ListEntry {
 
 class Store {
  public:
+  static constexpr std::uint64_t kNoLimit = UINT64_MAX;
+
   virtual ~Store() = default;
 
-  // The whole value, or nullopt when the key does not exist.
-  virtual Result<std::optional<Buffer>> get(std::string_view key) const = 0;
+  // The whole value, or nullopt when the key does not exist. A value of more than `max_size`
+  // bytes is kCorruptData naming the key and both sizes; no buffer larger than max_size is ever
+  // allocated for it. Overrides repeat the default.
+  virtual Result<std::optional<Buffer>> get(std::string_view key,
+                                            std::uint64_t max_size = kNoLimit) const = 0;
 
   // Each range of one value, in order; nullopt when the key does not exist. A range reaching past
   // the end of the value is an error (kCorruptData: the data is shorter than its index says).
@@ -80,6 +96,10 @@ class Store {
   // Size of the value, or nullopt when the key does not exist.
   virtual Result<std::optional<std::uint64_t>> size(std::string_view key) const = 0;
 
+  // The value's version (ETag, modification time), nullopt when the key does not exist;
+  // kUnimplemented where the medium keeps none (the default).
+  virtual Result<std::optional<ValueVersion>> version(std::string_view key) const;
+
   // Every key below `prefix` (recursively), with sizes, sorted. prefix "" lists the whole store.
   virtual Result<std::vector<ListEntry>> list(std::string_view prefix) const = 0;
 
@@ -100,6 +120,14 @@ class Store {
   // How readers should merge nearby ranges of one value (inner chunks of a shard) on this store.
   [[nodiscard]] virtual CoalesceOptions coalescing() const { return {}; }
 };
+
+// The error for a value of `size` bytes where at most `max_size` fit (shared by every store).
+Status value_too_large(const std::string& described_key, std::uint64_t size,
+                       std::uint64_t max_size);
+
+// `key` as messages show it: control bytes, DEL and backslashes escaped (\x00, \n, \\), so a
+// key holding a NUL or a newline reads whole and unambiguous.
+std::string printable_key(std::string_view key);
 
 // Rejects keys that are empty where a name is needed, absolute, contain "." or ".." segments,
 // empty segments, backslashes or NUL bytes (kPathEscape / kInvalidArgument). `allow_empty` lets

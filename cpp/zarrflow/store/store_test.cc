@@ -1,8 +1,15 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "zarrflow/store/byte_reader.h"
 #include "zarrflow/store/file_store.h"
@@ -47,6 +54,61 @@ TEST_F(FileStoreTest, GetAndMissing) {
   EXPECT_FALSE(missing->has_value());
   auto dir = store_->get("a/c");  // a directory is not a value, nor a missing key
   EXPECT_EQ(dir.status().code(), ErrorCode::kIoError);
+}
+
+TEST_F(FileStoreTest, GetRefusesValuesOverTheSizeAskedFor) {
+  EXPECT_EQ(text(**store_->get("a/c/0", 10)), "0123456789");
+  auto big = store_->get("a/c/0", 9);
+  ASSERT_EQ(big.status().code(), ErrorCode::kCorruptData);
+  EXPECT_NE(big.status().message().find("a/c/0 has 10 bytes, more than the 9"), std::string::npos)
+      << big.status().message();
+  // A sparse file far larger than memory: refused from its size, never read or allocated.
+  { std::ofstream(base_ / "root" / "sparse"); }
+  fs::resize_file(base_ / "root" / "sparse", std::uint64_t{64} << 30);
+  EXPECT_EQ(store_->get("sparse", 1 << 20).status().code(), ErrorCode::kCorruptData);
+}
+
+// get() of `key` on a thread; a FIFO reader blocked in open() is released by opening the FIFO
+// for writing, so a regression fails the test instead of hanging it.
+Result<std::optional<Buffer>> get_guarded(const FileStore& store, const std::string& key,
+                                          const fs::path& fifo) {
+  auto fut = std::async(std::launch::async, [&] { return store.get(key); });
+  if (fut.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    ADD_FAILURE() << "get('" << key << "') blocked on a FIFO";
+    auto r = fut.get();
+    if (w >= 0) ::close(w);
+    return r;
+  }
+  return fut.get();
+}
+
+TEST_F(FileStoreTest, SpecialFilesAreErrorsNamingTheKeyNeverABlock) {
+  const fs::path fifo = base_ / "root" / "a" / "c" / "5";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = get_guarded(*store_, "a/c/5", fifo);
+  ASSERT_EQ(r.status().code(), ErrorCode::kIoError);
+  EXPECT_NE(r.status().message().find("a/c/5 is a FIFO, not a value"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(store_->size("a/c/5").status().code(), ErrorCode::kIoError);
+  std::vector<std::byte> dst(4);
+  EXPECT_EQ(store_->read_exact("a/c/5", dst).status().code(), ErrorCode::kIoError);
+  const ByteRange first = ByteRange::of(0, 1);
+  EXPECT_EQ(store_->get_ranges("a/c/5", {&first, 1}).status().code(), ErrorCode::kIoError);
+
+  // A listening Unix socket where a value should be: open() itself fails (ENXIO).
+  const fs::path sock = base_ / "root" / "a" / "c" / "6";
+  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.string().size(), sizeof addr.sun_path);
+  std::strcpy(addr.sun_path, sock.c_str());
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  auto rs = store_->get("a/c/6");
+  ::close(s);
+  ASSERT_EQ(rs.status().code(), ErrorCode::kIoError);
+  EXPECT_NE(rs.status().message().find("a/c/6"), std::string::npos) << rs.status().message();
 }
 
 TEST_F(FileStoreTest, RangesIncludingSuffixAndPastEnd) {
@@ -145,6 +207,8 @@ TEST(MemoryStore, BasicOperations) {
   EXPECT_EQ(*m.list_dir("g"), (std::vector<std::string>{"a", "zarr.json"}));
   EXPECT_EQ(m.list("g/a")->size(), 1u);
   EXPECT_EQ(m.get("../x").status().code(), ErrorCode::kPathEscape);
+  EXPECT_EQ(m.get("g/a/c/0", 2).status().code(), ErrorCode::kCorruptData);
+  EXPECT_EQ(text(**m.get("g/a/c/0", 3)), "abc");
 }
 
 TEST(ByteReaders, WindowOfAWindow) {
@@ -167,6 +231,11 @@ TEST(Keys, Validation) {
   EXPECT_EQ(validate_key("").code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(validate_key("", true).ok());
   EXPECT_EQ(validate_key("a\\b").code(), ErrorCode::kPathEscape);
+  const std::string nul("a\0b/c", 5);
+  const Status s = validate_key(nul);
+  EXPECT_EQ(s.code(), ErrorCode::kPathEscape);
+  EXPECT_EQ(s.message(), "key 'a\\x00b/c' contains a NUL byte");  // whole, NUL escaped
+  EXPECT_EQ(printable_key("x\ny\\z\x7f"), "x\\ny\\\\z\\x7f");
   EXPECT_EQ(join_key("a/", "/b"), "a/b");
   EXPECT_EQ(join_key("", "b"), "b");
 }

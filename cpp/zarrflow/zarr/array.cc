@@ -5,25 +5,86 @@
 
 namespace zarrflow {
 
+namespace {
+
+// Decoded bytes of chunks of `shape` (nullopt when that overflows 64 bits).
+std::optional<std::uint64_t> decoded_bytes(const Shape& shape, std::size_t item_size) {
+  auto n = checked_product(shape, static_cast<std::int64_t>(item_size));
+  if (!n.ok() || *n < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(*n);
+}
+
+std::string format_bytes_limit(std::uint64_t bytes) {
+  return std::to_string(bytes) + " bytes (max_chunk_bytes)";
+}
+
+// Refuses chunks (and shard indexes) whose decoded size exceeds the per-chunk limit.
+Status check_chunk_limits(const ArrayMetadata& md, const CodecChain& chain,
+                          const OpenLimits& limits) {
+  const Shape* inner = sharding_inner_shape(chain.array_to_bytes());
+  const Shape& unit = inner ? *inner : md.chunk_shape;
+  const auto bytes = decoded_bytes(unit, md.dtype.size);
+  const std::string what = std::string(inner ? "inner chunk" : "chunk") + " shape " +
+                           format_coords(unit) + " of " + std::to_string(md.dtype.size) +
+                           "-byte elements";
+  if (!bytes) return invalid_metadata(what + " overflows 64 bits");
+  if (*bytes > limits.max_chunk_bytes)
+    return invalid_metadata(what + " is " + std::to_string(*bytes) +
+                            " bytes decoded, more than the per-chunk limit of " +
+                            format_bytes_limit(limits.max_chunk_bytes));
+  if (inner) {
+    // The shard index: 16 bytes per inner chunk, decoded whole for every shard read.
+    Shape grid(unit.size());
+    for (std::size_t i = 0; i < grid.size(); ++i) grid[i] = md.chunk_shape[i] / unit[i];
+    const auto index = decoded_bytes(grid, 16);
+    if (!index || *index > limits.max_chunk_bytes)
+      return invalid_metadata("shard index of " + format_coords(grid) +
+                              " inner chunks is more than the per-chunk limit of " +
+                              format_bytes_limit(limits.max_chunk_bytes));
+  }
+  return {};
+}
+
+// See Array::max_stored_chunk_bytes.
+std::uint64_t max_stored_bytes(const ArrayMetadata& md, const CodecChain& chain,
+                               const OpenLimits& limits) {
+  if (const auto bound = chain.max_encoded_size()) return stored_size_cap(*bound);
+  const std::uint64_t decoded = decoded_bytes(md.chunk_shape, md.dtype.size).value_or(UINT64_MAX);
+  return std::max(limits.max_chunk_bytes,
+                  stored_size_cap(decoded > UINT64_MAX / 2 ? UINT64_MAX : 2 * decoded));
+}
+
+}  // namespace
+
 Result<std::shared_ptr<Array>> Array::open(std::shared_ptr<const Store> store, std::string path,
-                                           ArrayMetadata metadata) {
+                                           ArrayMetadata metadata, const OpenLimits& limits,
+                                           std::string document) {
+  const std::string where = "array '" + store->describe_key(path) + "'";
   auto chain = build_codec_chain(metadata);
-  if (!chain.ok())
-    return std::move(chain).take_status().annotate("array '" + store->describe_key(path) + "'");
-  return std::shared_ptr<Array>(
-      new Array(std::move(store), std::move(path), std::move(metadata), std::move(chain).value()));
+  if (!chain.ok()) return std::move(chain).take_status().annotate(where);
+  ZF_RETURN_IF_ERROR_CTX(check_chunk_limits(metadata, *chain, limits), where);
+  const std::uint64_t max_stored = max_stored_bytes(metadata, *chain, limits);
+  return std::shared_ptr<Array>(new Array(std::move(store), std::move(path), std::move(metadata),
+                                          std::move(chain).value(), max_stored,
+                                          std::move(document)));
 }
 
 Array::Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md,
-             CodecChain chain)
+             CodecChain chain, std::uint64_t max_stored_bytes, std::string document)
     : store_(std::move(store)),
       path_(std::move(path)),
       md_(std::move(md)),
-      chain_(std::move(chain)) {
+      chain_(std::move(chain)),
+      max_stored_bytes_(max_stored_bytes) {
   if (const Shape* inner = sharding_inner_shape(chain_.array_to_bytes()))
     inner_chunk_shape_ = *inner;
   raw_native_ = chain_.is_identity();
   name_ = store_->describe_key(path_);
+  // Text instead of DOMs: nlohmann's tree takes several times the text's size.
+  metadata_json_ = document.empty() ? md_.raw.dump() : std::move(document);
+  md_.raw = nullptr;
+  attributes_json_ = md_.attributes.dump();
+  md_.attributes = nlohmann::json::object();
 }
 
 const Shape& Array::read_chunk_shape() const {
@@ -75,13 +136,18 @@ Status Array::read(const Selection& region, const StridedView& dest,
                          " elements have no fixed size; read them with read_vlen");
   ZF_RETURN_IF_ERROR(validate_region(region, dest));
   if (region.empty()) return {};
-  const auto blocks = chunk_blocks(region, md_.chunk_shape);
-  ThreadPool* pool = store_->io_pool() != nullptr ? store_->io_pool() : options.pool;
-  DecodeContext ctx{pool, options.buffers, store_->coalescing()};
-  ctx.shard_indexes = options.shard_indexes;
-  return parallel_for(pool, blocks.size(), [&](std::size_t i) -> Status {
-    return read_chunk(blocks[i], block_view(dest, blocks[i]), ctx);
-  });
+  // Planning allocates too (a list of the chunks a region touches can be long).
+  try {
+    const auto blocks = chunk_blocks(region, md_.chunk_shape);
+    ThreadPool* pool = store_->io_pool() != nullptr ? store_->io_pool() : options.pool;
+    DecodeContext ctx{pool, options.buffers, store_->coalescing()};
+    ctx.shard_indexes = options.shard_indexes;
+    return parallel_for(pool, blocks.size(), [&](std::size_t i) -> Status {
+      return read_chunk(blocks[i], block_view(dest, blocks[i]), ctx);
+    });
+  } catch (...) {
+    return status_from_current_exception().annotate(describe());
+  }
 }
 
 bool Array::covers_stored_part(const ChunkBlock& block) const {
@@ -98,6 +164,18 @@ bool Array::covers_stored_part(const ChunkBlock& block) const {
 
 Status Array::read_chunk(const ChunkBlock& block, const StridedView& view,
                          const DecodeContext& ctx) const {
+  // Allocation failures (a large chunk's scratch, a shard's pieces) fail this chunk, named; an
+  // exception thrown while naming it reaches the caller's parallel_for, which catches it too.
+  try {
+    return read_chunk_unguarded(block, view, ctx);
+  } catch (...) {
+    return status_from_current_exception().annotate("array '" + name_ + "': chunk '" +
+                                                    md_.key_encoding.key(block.chunk) + "'");
+  }
+}
+
+Status Array::read_chunk_unguarded(const ChunkBlock& block, const StridedView& view,
+                                   const DecodeContext& ctx) const {
   const std::string key = chunk_key(block.chunk);
   auto annotate = [&](Status s) {
     return std::move(s).annotate("array '" + name_ + "': chunk '" +
@@ -125,7 +203,7 @@ Status Array::read_chunk(const ChunkBlock& block, const StridedView& view,
     if (!found.ok()) return annotate(std::move(found).take_status());
     return *found ? Status() : fill();
   }
-  auto value = store_->get(key);
+  auto value = store_->get(key, max_stored_bytes_);
   if (!value.ok()) return annotate(std::move(value).take_status());
   if (!*value) return fill();
   Status s = chain_.decode_into((*value)->span(), block.in_chunk, view, ctx);

@@ -8,6 +8,12 @@
 // Whole chunks of uncompressed data are read from the store directly into dest; compressed ones
 // are decompressed directly into dest when layouts match (no extra copy of decoded data).
 // Errors name the array path and the chunk key.
+// Bounds: a chunk whose decoded size exceeds OpenLimits::max_chunk_bytes is refused at open; a
+// stored chunk larger than its codecs can encode it into (max_stored_chunk_bytes) is kCorruptData
+// found before its size is allocated; running out of memory while reading a chunk is
+// kResourceExhausted naming it. The metadata document and the attributes are kept as compact JSON
+// text (metadata_json(), attributes_json()), not as DOMs several times their size:
+// metadata().raw and metadata().attributes are empty on an open Array.
 // Thread-safety: an Array is immutable after open; read() may run concurrently. Lifetime: shares
 // ownership of its store.
 #pragma once
@@ -18,9 +24,21 @@
 
 #include "zarrflow/codec/codec_chain.h"
 #include "zarrflow/store/store.h"
+#include "zarrflow/zarr/json_document.h"
 #include "zarrflow/zarr/metadata.h"
 
 namespace zarrflow {
+
+// What a store's metadata may make zarrflow read or allocate.
+struct OpenLimits {
+  // Decoded bytes of one chunk (the inner chunk of a sharded array; a shard's index counts too).
+  // 2 GiB: c-blosc and LZ4 cannot encode more than 2 GiB at once (32-bit sizes), so larger
+  // chunks come only uncompressed or from zstd/gzip; chunks of 1-100 MB are what Zarr writers
+  // recommend; and every decoding thread may hold one chunk's scratch (16 threads × 2 GiB is
+  // already 32 GiB). Raise it for stores that need more.
+  std::uint64_t max_chunk_bytes = std::uint64_t{2} << 30;
+  JsonLimits metadata;  // each metadata document (size, nesting)
+};
 
 struct ReadOptions {
   ThreadPool* pool = nullptr;     // chunk-parallel decode; null = the calling thread only
@@ -47,8 +65,11 @@ struct ReadRequest {
 
 class Array {
  public:
+  // `document`: the metadata as stored (v3 zarr.json; v2 {".zarray": ..., ".zattrs": ...}), kept
+  // as metadata_json(); empty: metadata.raw is serialized instead.
   static Result<std::shared_ptr<Array>> open(std::shared_ptr<const Store> store, std::string path,
-                                             ArrayMetadata metadata);
+                                             ArrayMetadata metadata, const OpenLimits& limits = {},
+                                             std::string document = {});
 
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] const ArrayMetadata& metadata() const { return md_; }
@@ -62,6 +83,14 @@ class Array {
   [[nodiscard]] const Store& store() const { return *store_; }
   // Store key of a chunk ("era5/t2m/c/0/3/1").
   [[nodiscard]] std::string chunk_key(const Shape& chunk) const;
+  // The most bytes a stored chunk (a shard, for sharded arrays) may have: its codecs' worst-case
+  // encoding with slack (stored_size_cap), or for codecs without a bound the larger of the
+  // per-chunk limit and twice the decoded chunk.
+  [[nodiscard]] std::uint64_t max_stored_chunk_bytes() const { return max_stored_bytes_; }
+  // The document(s) as read (v3 zarr.json; v2 {".zarray": ..., ".zattrs": ...}), JSON text.
+  [[nodiscard]] const std::string& metadata_json() const { return metadata_json_; }
+  // The user attributes, compact JSON.
+  [[nodiscard]] const std::string& attributes_json() const { return attributes_json_; }
 
   // Reads `region` into `dest` (dest.shape must equal region.count; any strides).
   Status read(const Selection& region, const StridedView& dest, const ReadOptions& options) const;
@@ -78,12 +107,15 @@ class Array {
   }
 
  private:
-  Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md, CodecChain chain);
+  Array(std::shared_ptr<const Store> store, std::string path, ArrayMetadata md, CodecChain chain,
+        std::uint64_t max_stored_bytes, std::string document);
   Status validate_region_impl(const Selection& region, const StridedView& dest) const;
   // The selection takes every element of the chunk that lies inside the array.
   [[nodiscard]] bool covers_stored_part(const ChunkBlock& block) const;
   Status read_chunk(const ChunkBlock& block, const StridedView& dest,
                     const DecodeContext& ctx) const;
+  Status read_chunk_unguarded(const ChunkBlock& block, const StridedView& dest,
+                              const DecodeContext& ctx) const;
 
   std::shared_ptr<const Store> store_;
   std::string path_;
@@ -92,6 +124,9 @@ class Array {
   CodecChain chain_;
   std::optional<Shape> inner_chunk_shape_;
   bool raw_native_;  // chunks are the elements themselves (bytes codec, native order, nothing else)
+  std::uint64_t max_stored_bytes_;
+  std::string metadata_json_;
+  std::string attributes_json_;
 };
 
 // Runs every request (in parallel on options.pool; each read also parallel inside).

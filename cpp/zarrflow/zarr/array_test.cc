@@ -75,7 +75,11 @@ TEST(Array, MetadataAndWholeRead) {
   ASSERT_TRUE(arr->metadata().dimension_names);
   EXPECT_EQ((*arr->metadata().dimension_names)[0], "y");
   EXPECT_FALSE((*arr->metadata().dimension_names)[1]);
-  EXPECT_EQ(arr->metadata().attributes["units"], "K");
+  // Attributes and the document are kept as compact text, not as DOMs.
+  EXPECT_EQ(nlohmann::json::parse(arr->attributes_json())["units"], "K");
+  EXPECT_EQ(arr->metadata_json(), kRawJson);  // the document as stored
+  EXPECT_TRUE(arr->metadata().attributes.empty());
+  EXPECT_TRUE(arr->metadata().raw.is_null());
   ThreadPool pool(2);
   auto all = read(*arr, Selection::full({5, 7}), nullptr, &pool);
   for (std::int64_t i = 0; i < 5; ++i)
@@ -139,6 +143,10 @@ TEST(Array, V2FortranOrderBigEndian) {
   ASSERT_TRUE(store->set("v2/0/0", as_bytes_of(f)).ok());
   auto arr = open_array(store, "v2");
   EXPECT_EQ((*arr->metadata().dimension_names)[1], "b");
+  const auto doc = nlohmann::json::parse(arr->metadata_json());
+  EXPECT_EQ(doc[".zarray"]["order"], "F");
+  EXPECT_EQ(doc[".zattrs"]["_ARRAY_DIMENSIONS"][0], "a");
+  EXPECT_EQ(nlohmann::json::parse(arr->attributes_json())["_ARRAY_DIMENSIONS"][1], "b");
   auto got = read(*arr, Selection::full({2, 3}));
   EXPECT_EQ(got, (std::vector<std::int32_t>{value(0, 0), value(0, 1), value(0, 2), value(1, 0),
                                             value(1, 1), value(1, 2)}));
@@ -266,6 +274,162 @@ TEST(Array, ShardIndexCacheKeepsAbsentShardsButNotErrors) {
     EXPECT_EQ(read(*arr, part, nullptr, nullptr, &indexes), (std::vector<std::int32_t>{-1, -1}));
   EXPECT_EQ(indexes.stats().entries, 1);
   EXPECT_EQ(indexes.stats().hits, 1);
+}
+
+// zarr.json of a `dtype` array of `shape` and `chunks`, with `codecs` (a JSON array).
+std::string zarr_json(
+    const std::string& shape, const std::string& chunks,
+    const std::string& codecs = R"([{"name": "bytes", "configuration": {"endian": "little"}}])",
+    const std::string& dtype = "int32") {
+  return R"({"zarr_format": 3, "node_type": "array", "shape": )" + shape + R"(, "data_type": ")" +
+         dtype + R"(", "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": )" +
+         chunks + R"(}}, "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": )" +
+         codecs + "}";
+}
+
+Status open_status(const std::string& json, const OpenLimits& limits = {}) {
+  auto store = std::make_shared<MemoryStore>();
+  EXPECT_TRUE(store->set("a/zarr.json", json).ok());
+  return open_node(store, "a", std::nullopt, limits).status();
+}
+
+TEST(ArrayLimits, ChunksOverThePerChunkLimitAreRefusedAtOpen) {
+  // 2^31 x 8 float32 = 64 GiB per chunk: valid Zarr, refused before anything is read.
+  const std::string huge =
+      zarr_json("[4294967296, 8]", "[2147483648, 8]",
+                R"([{"name": "bytes", "configuration": {"endian": "little"}}])", "float32");
+  const Status s = open_status(huge);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidMetadata) << s.to_string();
+  EXPECT_NE(s.message().find("array 'memory://a': chunk shape [2147483648,8] of 4-byte elements "
+                             "is 68719476736 bytes decoded, more than the per-chunk limit"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("max_chunk_bytes"), std::string::npos);
+  OpenLimits raised;
+  raised.max_chunk_bytes = std::uint64_t{1} << 40;
+  EXPECT_TRUE(open_status(huge, raised).ok()) << open_status(huge, raised).to_string();
+  // The limit applies to the inner chunk of a sharded array, and to its shard index.
+  const std::string sharded_inner =
+      zarr_json("[4294967296, 8]", "[4294967296, 8]",
+                R"([{"name": "sharding_indexed", "configuration": {"chunk_shape": [2147483648, 8],
+          "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}])");
+  EXPECT_EQ(open_status(sharded_inner).code(), ErrorCode::kInvalidMetadata);
+  const std::string big_index =
+      zarr_json("[1048576, 1048576]", "[1048576, 1048576]",
+                R"([{"name": "sharding_indexed", "configuration": {"chunk_shape": [1, 1],
+          "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}])");
+  const Status index = open_status(big_index);
+  EXPECT_EQ(index.code(), ErrorCode::kInvalidMetadata);
+  EXPECT_NE(index.message().find("shard index"), std::string::npos) << index.message();
+}
+
+TEST(ArrayLimits, StoredChunkLargerThanItsCodecsAllowIsCorrupt) {
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(
+      store
+          ->set(
+              "a/zarr.json",
+              zarr_json(
+                  "[4, 4]", "[2, 2]",
+                  R"([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd"}, {"name": "crc32c"}])"))
+          .ok());
+  auto arr = open_array(store, "a");
+  // 16 decoded bytes: zstd's bound (16 + 63) + crc32c's 4, with the reader's slack.
+  EXPECT_EQ(*arr->codecs().max_encoded_size(), 16u + 63u + 4u);
+  EXPECT_EQ(arr->max_stored_chunk_bytes(), stored_size_cap(83));
+  ASSERT_TRUE(
+      store->set("a/c/0/1", std::vector<std::byte>(arr->max_stored_chunk_bytes() + 1)).ok());
+  Status s;
+  read(*arr, Selection::full({4, 4}), &s);
+  EXPECT_EQ(s.code(), ErrorCode::kCorruptData);
+  EXPECT_NE(s.message().find("array 'memory://a': chunk 'c/0/1': memory://a/c/0/1 has"),
+            std::string::npos)
+      << s.message();
+}
+
+// A store whose whole-value reads run out of memory (as a large chunk's would).
+class OutOfMemoryStore final : public Store {
+ public:
+  explicit OutOfMemoryStore(std::shared_ptr<MemoryStore> inner) : inner_(std::move(inner)) {}
+  Result<std::optional<Buffer>> get(std::string_view key,
+                                    std::uint64_t max_size = kNoLimit) const override {
+    if (key.find("/c/") != std::string_view::npos) throw std::bad_alloc();
+    return inner_->get(key, max_size);
+  }
+  Result<std::optional<std::vector<Buffer>>> get_ranges(
+      std::string_view key, std::span<const ByteRange> ranges) const override {
+    return inner_->get_ranges(key, ranges);
+  }
+  Result<std::optional<std::uint64_t>> size(std::string_view key) const override {
+    return inner_->size(key);
+  }
+  Result<std::vector<ListEntry>> list(std::string_view prefix) const override {
+    return inner_->list(prefix);
+  }
+  Result<std::vector<std::string>> list_dir(std::string_view prefix) const override {
+    return inner_->list_dir(prefix);
+  }
+  Status set(std::string_view key, ConstByteSpan value) override { return inner_->set(key, value); }
+  [[nodiscard]] std::string describe_key(std::string_view key) const override {
+    return inner_->describe_key(key);
+  }
+
+ private:
+  std::shared_ptr<MemoryStore> inner_;
+};
+
+TEST(ArrayLimits, OutOfMemoryNamesTheArrayAndChunk) {
+  auto inner = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(
+      inner
+          ->set(
+              "a/zarr.json",
+              zarr_json(
+                  "[4, 4]", "[2, 2]",
+                  R"([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd"}])"))
+          .ok());
+  auto arr = open_array(std::make_shared<OutOfMemoryStore>(inner), "a");
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), new ThreadPool(3)}) {
+    Status s;
+    read(*arr, Selection::full({4, 4}), &s, pool);
+    EXPECT_EQ(s.code(), ErrorCode::kResourceExhausted);
+    EXPECT_NE(s.message().find("array 'memory://a': chunk 'c/"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("out of memory"), std::string::npos) << s.message();
+    delete pool;
+  }
+}
+
+TEST(ArrayLimits, MetadataDocumentsAreBoundedInSizeAndNesting) {
+  std::string deep = zarr_json("[4]", "[2]");
+  deep.pop_back();
+  deep += R"(, "attributes": {"x": )" + std::string(100000, '[') + std::string(100000, ']') + "}}";
+  Status s = open_status(deep);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidMetadata);
+  EXPECT_NE(s.message().find("'memory://a/zarr.json': JSON nests deeper than 256 levels"),
+            std::string::npos)
+      << s.message();
+  OpenLimits small;
+  small.metadata.max_bytes = 100;
+  s = open_status(zarr_json("[4]", "[2]"), small);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidMetadata);
+  EXPECT_NE(s.message().find("memory://a/zarr.json has"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("max_metadata_bytes"), std::string::npos) << s.message();
+}
+
+TEST(ArrayLimits, UnexpectedJsonTypesInConsolidatedMetadataAreMetadataErrors) {
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(store
+                  ->set("zarr.json", R"({"zarr_format": 3, "node_type": "group",
+      "consolidated_metadata": {"kind": "inline", "must_understand": false,
+      "metadata": {"a": {"zarr_format": 3, "node_type": 5}}}})")
+                  .ok());
+  auto root = open_node(store, "");
+  ASSERT_TRUE(root.ok()) << root.status().to_string();
+  const auto& group = *std::get<std::shared_ptr<Group>>(*root);
+  auto member = group.open_member("a");
+  EXPECT_EQ(member.status().code(), ErrorCode::kInvalidMetadata);
+  EXPECT_NE(member.status().message().find("a/zarr.json"), std::string::npos)
+      << member.status().message();
 }
 
 }  // namespace

@@ -1007,9 +1007,10 @@ class FailingStore final : public Store {
  public:
   FailingStore(std::shared_ptr<MemoryStore> inner, std::string bad)
       : inner_(std::move(inner)), bad_(std::move(bad)) {}
-  Result<std::optional<Buffer>> get(std::string_view key) const override {
+  Result<std::optional<Buffer>> get(std::string_view key,
+                                    std::uint64_t max_size = kNoLimit) const override {
     if (key == bad_) return io_error("injected read error");
-    return inner_->get(key);
+    return inner_->get(key, max_size);
   }
   Result<std::optional<std::vector<Buffer>>> get_ranges(
       std::string_view key, std::span<const ByteRange> ranges) const override {

@@ -6,6 +6,7 @@
 #include "zarrflow/codec/transpose.h"
 #include "zarrflow/zarr/dtype_json.h"
 #include "zarrflow/zarr/fill_value.h"
+#include "zarrflow/zarr/json_document.h"
 
 namespace zarrflow {
 namespace {
@@ -158,17 +159,7 @@ std::optional<Shape> ChunkKeyEncoding::parse(std::string_view key, std::size_t n
 }
 
 Result<nlohmann::json> parse_json(std::string_view text) {
-  auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    // Re-parse with exceptions only to recover the parser's position message.
-    try {
-      (void)nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      return invalid_metadata(std::string("malformed JSON: ") + e.what());
-    }
-    return invalid_metadata("malformed JSON");
-  }
-  return doc;
+  return parse_json_document(text, JsonLimits{});
 }
 
 namespace {

@@ -596,6 +596,10 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     if (!size.ok()) return annotate(it, std::move(size).take_status());
     if (!*size) {
       it.mode = Mode::kFill;
+    } else if (**size > it.arr->max_stored_chunk_bytes()) {
+      // Staged whole: a chunk larger than its codecs can produce is refused before allocation.
+      return annotate(it, value_too_large(it.arr->store().describe_key(it.key), **size,
+                                          it.arr->max_stored_chunk_bytes()));
     } else {
       it.stored_size = **size;
     }
