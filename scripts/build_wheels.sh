@@ -10,11 +10,15 @@
 #     --smoke       install each wheel into a fresh virtual environment and run scripts/wheel/smoke.py
 #     --deps-only   build the toolchain and the static libraries, no wheel
 # Environment: PYTHONS (interpreters; default python3, plus python3.12 where there is one),
-#   CUDA_ARCHS (CMake list; default SASS for sm_75..sm_120 plus compute_120 PTX), OUT (dist),
-#   CUDA13_HOME (/usr/local/cuda), JOBS (2).
+#   OUT (dist), CUDA13_HOME (/usr/local/cuda), JOBS (2), ZARRFLOW_WHEEL_HOME (the toolchain and
+#   static libraries; ~/.cache/zarrflow-wheel),
+#   ZARRFLOW_WHEEL_CUDA_ARCHS: the GPU code of cu12/cu13 wheels as a CMake CUDA_ARCHITECTURES list,
+#   instead of the release lists below. Such a wheel gets a local version naming its code, e.g.
+#   ZARRFLOW_WHEEL_CUDA_ARCHS=80-real (sm_80 SASS, no PTX) builds zarrflow_cu13-0.1.0+sm80-...whl:
+#   on any other GPU it cannot run its kernels, which tests the fallback (scripts/wheel/gpu_check.sh).
 #
 # Portability: everything is compiled by GCC 12 against glibc 2.27 headers and libraries (Ubuntu
-# 18.04's libc6-dev, unpacked into build/wheel/toolchain/sysroot), libstdc++ and every codec,
+# 18.04's libc6-dev, unpacked into $ZARRFLOW_WHEEL_HOME/toolchain-*/sysroot), libstdc++ and every codec,
 # libcurl and OpenSSL are linked statically; the extension needs only glibc >= 2.27 and libgcc_s,
 # so auditwheel tags it manylinux_2_27. nvCOMP and cuFile stay dlopen'ed at run time.
 set -euo pipefail
@@ -41,11 +45,13 @@ WB="$ROOT/build/wheel"
 # depend only on scripts/wheel/): ZARRFLOW_WHEEL_HOME, by default in the user's cache.
 WHEEL_HOME="${ZARRFLOW_WHEEL_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/zarrflow-wheel}"
 WHEEL_CACHE="$WHEEL_HOME/cache"
-TOOLCHAIN="$WHEEL_HOME/toolchain"
-DEPS="$WHEEL_HOME/deps"
 WORK="$WHEEL_HOME/work"
 CUDA13_HOME="${CUDA13_HOME:-/usr/local/cuda}"
-CUDA_ARCHS="${CUDA_ARCHS:-75-real;80-real;86-real;89-real;90-real;100-real;120}"
+# The release lists: SASS for every GPU from Turing to Blackwell, PTX for the newest (CUDA 12.4
+# has no Blackwell target: SASS up to Hopper, Hopper's PTX for later GPUs).
+CU13_ARCHS="75-real;80-real;86-real;89-real;90-real;100-real;120"
+CU12_ARCHS="75-real;80-real;86-real;89-real;90"
+ARCHS_OVERRIDE="${ZARRFLOW_WHEEL_CUDA_ARCHS:-}"
 # The CUDA 12 headers and static runtime (PyPI wheels) matching the CUDA 12.4 compiler.
 CUDA12_WHEELS="${CUDA12_WHEELS:-12.4.*}"
 CUDA12_STATIC_RUNTIME="${CUDA12_STATIC_RUNTIME:-12.9.*}"
@@ -58,23 +64,28 @@ if [ -z "${PYTHONS:-}" ]; then
 fi
 source "$ROOT/scripts/wheel/deps.sh"
 
-# A new toolchain rebuilds every dependency; a changed recipe rebuilds that library (deps.sh).
-# One build at a time per WHEEL_HOME (checkouts share it).
+# The toolchain and the static libraries live in directories named by the hash of their recipes
+# (deps.sh), so checkouts with different recipes share WHEEL_HOME without rebuilding each other's;
+# the three most recently used of each are kept. One build at a time per WHEEL_HOME.
+TOOLCHAIN="$WHEEL_HOME/toolchain-$(toolchain_hash)"
+DEPS="$WHEEL_HOME/deps-$(deps_hash)"
 mkdir -p "$WHEEL_HOME" "$WB"
 exec 9>"$WHEEL_HOME/.lock"
 flock 9
-stamp="$WHEEL_HOME/.toolchain-$(toolchain_hash)"
 t0=$(date +%s)
-if [ ! -f "$stamp" ]; then
+if [ ! -f "$TOOLCHAIN/.ready" ]; then
   echo "==> toolchain (glibc 2.27 sysroot) in $TOOLCHAIN"
-  rm -rf "$TOOLCHAIN" "$DEPS" "$WHEEL_HOME"/.toolchain-*
   build_toolchain
-  touch "$stamp"
+  touch "$TOOLCHAIN/.ready"
 fi
 fix_sysroot_links
 install_kernel_headers
 echo "==> static dependencies in $DEPS"
 build_deps
+touch "$TOOLCHAIN" "$DEPS"
+for kind in toolchain deps; do
+  ls -1dt "$WHEEL_HOME/$kind"-* | tail -n +4 | xargs -r rm -rf
+done
 flock -u 9
 [ "$DEPS_ONLY" = 1 ] && { echo "dependencies ready in $DEPS ($(( $(date +%s) - t0 )) s)"; exit 0; }
 
@@ -97,16 +108,23 @@ build_venv() {
 # A copy of the source tree (tracked and new files) whose pyproject names the variant's
 # distribution; python/zarrflow/_variant.py tells the installed package which build it is.
 stage_source() {
-  local variant=$1 stage="$WB/src-$1" dist=zarrflow cuda=""
+  local variant=$1 local_version=$2 stage="$WB/src-$1" dist=zarrflow cuda=""
   [ "$variant" = cpu ] || { dist="zarrflow-$variant"; cuda=${variant#cu}; }
   rm -rf "$stage" && mkdir -p "$stage"
   git ls-files -z --cached --others --exclude-standard | xargs -0 -n1 sh -c '[ -e "$0" ] && printf "%s\n" "$0"' \
     | tar -cf - -T - | tar -xf - -C "$stage"
-  "$PY_HOST" - "$stage/pyproject.toml" "$dist" "$cuda" <<'PYEOF'
+  "$PY_HOST" - "$stage" "$dist" "$cuda" "$local_version" <<'PYEOF'
 import re, sys
-path, dist, cuda = sys.argv[1:]
+stage, dist, cuda, local = sys.argv[1:]
+path = f"{stage}/pyproject.toml"
 text = open(path).read()
 text = re.sub(r'(?m)^name = "zarrflow"$', f'name = "{dist}"', text, count=1)
+if local:  # a build with other GPU code than the release: PEP 440 local version, e.g. 0.1.0+sm80
+    text = re.sub(r'(?m)^version = "([^"+]*)"$', rf'version = "\1+{local}"', text, count=1)
+    init = f"{stage}/python/zarrflow/__init__.py"
+    code = open(init).read()
+    code = re.sub(r'(?m)^__version__ = "([^"+]*)"$', rf'__version__ = "\1+{local}"', code, count=1)
+    open(init, "w").write(code)
 if cuda:
     # nvCOMP (zstd and deflate decoding on the GPU) for the same CUDA major version.
     text = re.sub(r'(?m)^nvcomp = \[.*\]$', f'nvcomp = ["nvidia-libnvcomp-cu{cuda}"]', text, count=1)
@@ -117,6 +135,22 @@ PYEOF
   printf '"""Which build of zarrflow this is (written by scripts/build_wheels.sh)."""\n\nDISTRIBUTION = "%s"\nCUDA_MAJOR = %s\n' \
     "$dist" "${cuda:-None}" >"$stage/python/zarrflow/_variant.py"
   echo "$stage"
+}
+
+# The local version label of a CUDA_ARCHITECTURES list: 80-real -> sm80, 90 -> sm90.ptx90,
+# 90-virtual -> ptx90 ("80-real;90" -> sm80.sm90.ptx90).
+arch_label() {
+  local a n out=()
+  IFS=';' read -ra list <<<"$1"
+  for a in "${list[@]}"; do
+    n=${a%%-*}
+    case "$a" in
+      *-real) out+=("sm$n") ;;
+      *-virtual) out+=("ptx$n") ;;
+      *) out+=("sm$n" "ptx$n") ;;
+    esac
+  done
+  (IFS=.; echo "${out[*]}")
 }
 
 # CUDA 12: the compiler of the Ubuntu package of the CUDA 12.4 toolkit (NVIDIA's binaries) with the
@@ -187,17 +221,19 @@ if command -v ccache >/dev/null; then
 fi
 for variant in "${VARIANTS[@]}"; do
   cuda_defs=(-Ccmake.define.ZARRFLOW_CUDA=OFF)
-  archs=$CUDA_ARCHS
+  archs=$CU13_ARCHS local_version=""
   case "$variant" in
     cu13) cuda_defs=(-Ccmake.define.ZARRFLOW_CUDA=ON "-Ccmake.define.CMAKE_CUDA_COMPILER=$CUDA13_HOME/bin/nvcc"
                      "-Ccmake.define.CUDAToolkit_ROOT=$CUDA13_HOME") ;;
     cu12) home=$(cuda12_home)
-          # CUDA 12.4 has no Blackwell target: SASS up to Hopper, Hopper's PTX for later GPUs.
-          archs=${CUDA12_ARCHS:-75-real;80-real;86-real;89-real;90}
+          archs=$CU12_ARCHS
           cuda_defs=(-Ccmake.define.ZARRFLOW_CUDA=ON "-Ccmake.define.CMAKE_CUDA_COMPILER=$home/bin/nvcc"
                      "-Ccmake.define.CUDAToolkit_ROOT=$home") ;;
   esac
-  stage=$(stage_source "$variant")
+  if [ "$variant" != cpu ] && [ -n "$ARCHS_OVERRIDE" ]; then
+    archs=$ARCHS_OVERRIDE local_version=$(arch_label "$archs")
+  fi
+  stage=$(stage_source "$variant" "$local_version")
   for py in $PYTHONS; do
     venv=$(build_venv "$py")
     tag=$("$venv/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
@@ -211,7 +247,8 @@ for variant in "${VARIANTS[@]}"; do
       "-Cbuild-dir=$build" -Cbuild.verbose=false \
       -Ccmake.define.ZARRFLOW_STATIC_DEPS=ON \
       "-Ccmake.define.CMAKE_TOOLCHAIN_FILE=$TOOLCHAIN/toolchain.cmake" \
-      "-Ccmake.define.CMAKE_PREFIX_PATH=$DEPS" "-Ccmake.define.OPENSSL_ROOT_DIR=$DEPS" \
+      "-Ccmake.define.CMAKE_PREFIX_PATH=$DEPS" "-Ccmake.define.CMAKE_FIND_ROOT_PATH=$DEPS" \
+      "-Ccmake.define.OPENSSL_ROOT_DIR=$DEPS" \
       "-Ccmake.define.nlohmann_json_DIR=$DEPS/share/cmake/nlohmann_json" \
       "-Ccmake.define.CMAKE_CUDA_ARCHITECTURES=$archs" "${cuda_defs[@]}"
     raw=$(ls "$raw_dir"/*.whl)

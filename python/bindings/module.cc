@@ -37,6 +37,8 @@ using namespace nb::literals;
 namespace zarrflow {
 // Icechunk repositories and Kerchunk reference sets (reference_stores.cc).
 void bind_reference_stores(nb::module_& m);
+// The GPUs, nvCOMP and cuFile as `zarrflow doctor` reports them (cuda_info.cc).
+void bind_cuda_info(nb::module_& m);
 
 namespace {
 
@@ -290,6 +292,22 @@ struct StreamHandle {
   }
 };
 
+// A GPU this build has no kernel image for (device_available fails where device_present does
+// not) still has memory and copies: the host threads read and decode the region, and it is copied
+// up. The GPU read's result, without the GPU's decoders; said once through the report's notes.
+Status read_on_host_and_copy(const Array& arr, const Selection& sel, void* dst, std::size_t bytes,
+                             cudaStream_t stream, Executor* exec, gpu::DeviceReadReport* report) {
+  Buffer host(bytes);
+  const auto elem = static_cast<std::int64_t>(arr.dtype().size);
+  ZF_RETURN_IF_ERROR(arr.read(sel, StridedView{host.data(), sel.count, c_strides(sel.count, elem)},
+                              read_options(exec)));
+  ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, host.data(), bytes, cudaMemcpyHostToDevice, stream));
+  ZF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // `host` goes on return
+  report->h2d_bytes = bytes;
+  report->io = "host read and decode → H2D";
+  return {};
+}
+
 nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
                              std::optional<std::uintptr_t> stream, const std::string& decode,
                              const std::string& io, Executor* exec) {
@@ -314,14 +332,22 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
   {
     nb::gil_scoped_release release;
     s = [&]() -> Status {
-      ZF_RETURN_IF_ERROR(gpu::device_available(device));
+      Status kernels = gpu::device_available(device);
+      if (!kernels.ok() && (opts.decode == gpu::GpuDecode::kOn || !gpu::device_present(device).ok()))
+        return kernels;
       ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
       opts.stream = stream ? as_stream(*stream) : zarrflow_stream(device);
       ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer b, device_reader().device_pool().acquire(bytes));
       buf = std::make_shared<gpu::GpuBuffer>(std::move(b));
-      StridedView view{buf->data(), sel.count,
-                       c_strides(sel.count, static_cast<std::int64_t>(elem))};
-      ZF_RETURN_IF_ERROR(device_reader().read(arr, sel, view, opts, &report));
+      if (!kernels.ok()) {
+        ZF_RETURN_IF_ERROR(
+            read_on_host_and_copy(arr, sel, buf->data(), bytes, opts.stream, exec, &report));
+        report.notes.push_back(kernels.message() + "; decoded on the CPU and copied to the GPU");
+      } else {
+        StridedView view{buf->data(), sel.count,
+                         c_strides(sel.count, static_cast<std::int64_t>(elem))};
+        ZF_RETURN_IF_ERROR(device_reader().read(arr, sel, view, opts, &report));
+      }
       ZF_ASSIGN_OR_RETURN(gpu::Event e, gpu::Event::create());
       ready = std::make_shared<gpu::Event>(std::move(e));
       ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(ready->get(), opts.stream));
@@ -683,6 +709,8 @@ NB_MODULE(_core, m) {
 #endif
       },
       "'' when nvCOMP is loaded, else why not");
+
+  bind_cuda_info(m);
 
   m.def("empty_tensor", &empty_tensor, "shape"_a, "dtype"_a, "device"_a, "device_id"_a = 0);
   m.def("read_batch", &read_batch, "arrays"_a, "requests"_a, "target"_a, "stream"_a = nb::none(),

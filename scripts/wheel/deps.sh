@@ -7,32 +7,35 @@
 # pkg-config) without further change.
 
 DEBIAN=http://deb.debian.org/debian/pool/main
-DEBIAN_SECURITY=http://deb.debian.org/debian-security/pool/updates/main
 UBUNTU=http://archive.ubuntu.com/ubuntu/pool/main
 # nvidia-cuda-toolkit-12 (only for the cu12 wheel): Ubuntu 25.10's package of NVIDIA's CUDA 12.4
 # compiler binaries; PyPI's nvidia-cuda-nvcc-cu12 carries ptxas and libnvvm but no nvcc driver.
 
 # name  url  sha256
+# The codec libraries, OpenSSL and libcurl are the upstream release tarballs of the versions Debian
+# 13 (trixie) ships; Debian's own patches are not applied. FlatBuffers stays at Debian 12's 2.0.8:
+# its headers must match the build machine's flatc, which generates the Icechunk readers' code.
 WHEEL_SOURCES="
 libc6 $UBUNTU/g/glibc/libc6_2.27-3ubuntu1.6_amd64.deb 5b813d4512491cd8fb30b2eb9192349ee75ffe3c9f21ae136cc7b2429f70c3b2
 libc6-dev $UBUNTU/g/glibc/libc6-dev_2.27-3ubuntu1.6_amd64.deb 96ae7d2cf38f0547ca3cccb3344c8802fdf5bcd71c4b6d9aed09558ac8cc87db
 linux-libc-dev $UBUNTU/l/linux/linux-libc-dev_4.15.0-213.224_amd64.deb 06d9f16644d3a1b2ab7dd01730e833d516b6f575d975855f496eea6463fef2f6
 linux-headers $UBUNTU/l/linux/linux-libc-dev_5.15.0-25.25_amd64.deb 1b2a93020593c9e94a25f750ce442da5a6e8ff48a20f52cec92dfc3fa35336d8
-zlib $DEBIAN/z/zlib/zlib_1.2.13.dfsg.orig.tar.bz2 71feb7947e3c00ef125f83b79a4e529bde31171e5babe48b391f06758d1ab0a1
+zlib $DEBIAN/z/zlib/zlib_1.3.dfsg%2breally1.3.1.orig.tar.gz 60dd315c07f616887caa029408308a018ace66e3d142726a97db164b3b8f69fb
 bzip2 $DEBIAN/b/bzip2/bzip2_1.0.8.orig.tar.gz ab5a03176ee106d3f0fa90e381da478ddae405918153cca248e682cd0c4a2269
-xz $DEBIAN/x/xz-utils/xz-utils_5.4.1.orig.tar.xz 5d9827aa1875b21c288f78864bb26d2650b436ea8d2cad364e4921eb6266a5a5
-zstd $DEBIAN/libz/libzstd/libzstd_1.5.4%2bdfsg2.orig.tar.xz 8cf4bbb65e77ec348d052c8d6230eba66d435bddf64c8b5be2fcb16880c19953
-lz4 $DEBIAN/l/lz4/lz4_1.9.4.orig.tar.gz 0b0e3aa07c8c063ddf40b082bdf7e37a1562bda40a0ff5272957f3e987e0e54b
-deflate $DEBIAN/libd/libdeflate/libdeflate_1.14.orig.tar.gz 89e7df898c37c3427b0f39aadcf733731321a278771d20fc553f92da8d4808ac
-isal $DEBIAN/libi/libisal/libisal_2.30.0.orig.tar.xz f363f1be3d657d5676cef5253ee2233e60116e2fa9c9de86881185bf81e0e4b8
-blosc $DEBIAN/c/c-blosc/c-blosc_1.21.3%2bds.orig.tar.xz 36a5ca0904135be7b6da02cc93adda2e34fec98286b28172e166f8cad79c8fab
-openssl $DEBIAN_SECURITY/o/openssl/openssl_3.0.22.orig.tar.gz 67ebca7e50d17383028045486653492195b83db95f8558709701bb47b5c1ef81
-json $DEBIAN/n/nlohmann-json3/nlohmann-json3_3.11.2.orig.tar.gz d69f9deb6a75e2580465c6c4c5111b89c4dc2fa94e3a85fcd2ffcd9a143d9273
-curl $DEBIAN/c/curl/curl_7.88.1.orig.tar.gz cdb38b72e36bc5d33d5b8810f8018ece1baa29a8f215b4495e495ded82bbf3c7
+xz $DEBIAN/x/xz-utils/xz-utils_5.8.1.orig.tar.xz 0b54f79df85912504de0b14aec7971e3f964491af1812d83447005807513cd9e
+zstd $DEBIAN/libz/libzstd/libzstd_1.5.7%2bdfsg.orig.tar.xz 0c092ef267edce57ba7f3f2645c861f72eaf5e76273c6c3632869423464b90a5
+lz4 $DEBIAN/l/lz4/lz4_1.10.0.orig.tar.gz 537512904744b35e232912055ccf8ec66d768639ff3abe5788d90d792ec5f48b
+deflate $DEBIAN/libd/libdeflate/libdeflate_1.23.orig.tar.gz 1ab18349b9fb0ce8a0ca4116bded725be7dcbfa709e19f6f983d99df1fb8b25f
+isal $DEBIAN/libi/libisal/libisal_2.31.1.orig.tar.gz e1d5573a4019738243b568ab1e1422e6ab7557c5cae33cc8686944d327ad6bb4
+blosc $DEBIAN/c/c-blosc/c-blosc_1.21.5%2bds.orig.tar.xz c4e616db0dc234e92e79eb07eb51f1940fda251576f17d5e6afe618244a992cb
+openssl $DEBIAN/o/openssl/openssl_3.5.7.orig.tar.gz a8c0d28a529ca480f9f36cf5792e2cd21984552a3c8e4aa11a24aa31aeac98e8
+json $DEBIAN/n/nlohmann-json3/nlohmann-json3_3.11.3.orig.tar.gz 0d8ef5af7f9794e3263480193c491549b2ba6cc74bb018906202ada498a79406
+curl $DEBIAN/c/curl/curl_8.14.1.orig.tar.gz 6766ada7101d292b42b8b15681120acd68effa4a9660935853cf6d61f0d984d4
+flatbuffers $DEBIAN/f/flatbuffers/flatbuffers_2.0.8%2bdfsg1.orig.tar.xz 424b8c76568e718a1a05c3fbc6b2070c83b5e55d9b48568fa4f744e9bcd1163a
 nvidia-cuda-toolkit-12 http://archive.ubuntu.com/ubuntu/pool/multiverse/n/nvidia-cuda-toolkit/nvidia-cuda-toolkit_12.4.131~12.4.1-4build1_amd64.deb 332ae8634f59304e9ad8e10a2780d592d71c0f3a4a1e1f755f0c462a54756612
 "
 # Build order (each after what it links).
-WHEEL_DEPS="zlib bzip2 xz zstd lz4 deflate isal blosc openssl curl json"
+WHEEL_DEPS="zlib bzip2 xz zstd lz4 deflate isal blosc openssl curl json flatbuffers"
 
 # Downloads (or finds in the cache) source $1; prints the cached path.
 fetch_source() {
@@ -91,7 +94,7 @@ set(CMAKE_C_COMPILER $tc/bin/cc)
 set(CMAKE_CXX_COMPILER $tc/bin/c++)
 set(CMAKE_CUDA_HOST_COMPILER $tc/bin/c++)
 set(CMAKE_SYSROOT $tc/sysroot)
-set(CMAKE_FIND_ROOT_PATH $DEPS)
+# CMAKE_FIND_ROOT_PATH (the static libraries' prefix) comes from the command line.
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
@@ -147,9 +150,10 @@ build_lz4() {
   make -C lib install PREFIX="$DEPS" BUILD_SHARED=no >/dev/null
 }
 build_deflate() {
-  make -j"$JOBS" libdeflate.a DISABLE_SHARED=1 >/dev/null
-  make install PREFIX="$DEPS" DISABLE_SHARED=1 >/dev/null
-  rm -f "$DEPS"/bin/libdeflate-gzip "$DEPS"/bin/libdeflate-gunzip
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$DEPS" \
+    -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+    -DLIBDEFLATE_BUILD_SHARED_LIB=OFF -DLIBDEFLATE_BUILD_GZIP=OFF >/dev/null
+  cmake --build build -j"$JOBS" >/dev/null && cmake --install build >/dev/null
 }
 build_isal() {
   make -f Makefile.unx -j"$JOBS" lib CC="$CC" >/dev/null
@@ -161,7 +165,7 @@ build_isal() {
 prefix=$DEPS
 Name: libisal
 Description: Intel(R) ISA-L
-Version: 2.30.0
+Version: 2.31.1
 Libs: -L\${prefix}/lib -lisal
 Cflags: -I\${prefix}/include
 EOF
@@ -183,7 +187,7 @@ build_openssl() {
   ./Configure linux-x86_64 --prefix="$DEPS" --libdir=lib --openssldir=/etc/ssl no-shared \
     no-module no-engine no-tests no-legacy no-comp no-ssl3 no-dtls no-srp no-idea no-rc5 \
     no-md2 no-mdc2 no-whirlpool no-seed no-camellia no-aria no-sm2 no-sm3 no-sm4 no-gost \
-    no-afalgeng no-ui-console >/dev/null
+    no-afalgeng no-ui-console no-quic no-docs >/dev/null
   make -j"$JOBS" build_libs >/dev/null && make install_dev >/dev/null
 }
 build_curl() {
@@ -192,24 +196,13 @@ build_curl() {
     --with-zlib="$DEPS" --with-ca-fallback --without-ca-bundle --without-ca-path \
     --without-libpsl --without-libidn2 --without-nghttp2 --without-nghttp3 --without-ngtcp2 \
     --without-brotli --without-zstd --without-libssh2 --without-libssh --without-librtmp \
-    --without-gssapi --without-hyper --without-libgsasl --disable-ldap --disable-ldaps \
+    --without-gssapi --without-libgsasl --disable-ldap --disable-ldaps \
     --disable-rtsp --disable-dict --disable-telnet --disable-tftp --disable-pop3 \
     --disable-imap --disable-smb --disable-smtp --disable-gopher --disable-mqtt --disable-ftp \
     --disable-manual --disable-docs --disable-ntlm --disable-alt-svc --disable-hsts \
-    --enable-threaded-resolver >/dev/null
+    --disable-websockets --enable-threaded-resolver >/dev/null
   make -j"$JOBS" -C lib >/dev/null && make -C lib install >/dev/null
   make -C include install >/dev/null && install -m644 libcurl.pc "$DEPS/lib/pkgconfig/"
-}
-
-# A hash of what makes library (or toolchain) $1: its source line and its build function.
-recipe_hash() {
-  { awk -v n="$1" '$1 == n' <<<"$WHEEL_SOURCES"; declare -f "build_$1"; } | sha1sum | cut -c1-12
-}
-
-# The toolchain's hash: the sysroot's packages, build_toolchain and glibc_compat.c.
-toolchain_hash() {
-  { for p in libc6 libc6-dev linux-libc-dev; do awk -v n="$p" '$1 == n' <<<"$WHEEL_SOURCES"; done
-    declare -f build_toolchain; cat "$ROOT/scripts/wheel/glibc_compat.c"; } | sha1sum | cut -c1-12
 }
 
 build_json() {
@@ -220,7 +213,30 @@ build_json() {
   cmake --install build >/dev/null
 }
 
-# Builds every dependency missing from $DEPS or whose recipe changed (a stamp per library).
+build_flatbuffers() {
+  # Header-only: the Icechunk readers only verify and read buffers (no libflatbuffers).
+  rm -rf "$DEPS/include/flatbuffers" && cp -a include/flatbuffers "$DEPS/include/"
+}
+
+# A hash of what makes library $1: its source line and its build function.
+recipe_hash() {
+  { awk -v n="$1" '$1 == n' <<<"$WHEEL_SOURCES"; declare -f "build_$1"; } | sha1sum | cut -c1-12
+}
+
+# The toolchain's hash: the sysroot's packages, build_toolchain and glibc_compat.c.
+toolchain_hash() {
+  { for p in libc6 libc6-dev linux-libc-dev; do awk -v n="$p" '$1 == n' <<<"$WHEEL_SOURCES"; done
+    declare -f build_toolchain; cat "$ROOT/scripts/wheel/glibc_compat.c"; } | sha1sum | cut -c1-12
+}
+
+# The static libraries' hash: the toolchain's, every library's recipe, the kernel headers and
+# build_deps. Checkouts with other recipes build into another directory instead of over this one.
+deps_hash() {
+  { toolchain_hash; for name in $WHEEL_DEPS; do recipe_hash "$name"; done
+    awk '$1 == "linux-headers"' <<<"$WHEEL_SOURCES"; declare -f build_deps; } | sha1sum | cut -c1-12
+}
+
+# Builds every dependency missing from $DEPS (a stamp per library: an interrupted build resumes).
 build_deps() {
   mkdir -p "$DEPS/lib/pkgconfig" "$DEPS/include" "$WORK"
   local name t0 stamp

@@ -1,79 +1,176 @@
 #!/usr/bin/env bash
-# Checks a zarrflow wheel on a GPU host as a user installs it: the wheel (and the peer wheels the
-# tests compare against, from .whl/) installed with `pip install --no-deps --no-index` into a
-# fresh directory, the tests run from outside the source tree so that they import that install.
-#   scripts/wheel/gpu_check.sh gpu WHEEL        the GPU suites must pass on the GPU path
-#   scripts/wheel/gpu_check.sh noimage WHEEL    WHEEL lacks a kernel image for this GPU (e.g. the
-#        sm_80-only build on an H100): cuda_status() must say so, a device="cuda" read must raise
-#        that message, the GPU suites skip, and the host-path suites pass
-# Logs go to $OUT (or ./gpu_out).
+# Checks a zarrflow wheel on a GPU host as a user installs it, without network, apt or compiler.
+#
+#   scripts/wheel/gpu_check.sh [--expect gpu|nokernels] WHEEL [WHEEL_DIR ...]
+#
+#   WHEEL      the zarrflow-cu12 / zarrflow-cu13 wheel (cp312-abi3 for the host's Python 3.12)
+#   WHEEL_DIR  directories of wheels pip may take the rest from (--no-index --find-links):
+#              nvidia-libnvcomp-cu12/-cu13 for the wheel's [nvcomp] extra, ml_dtypes when the host
+#              lacks it, and the test peers zarr, numcodecs (+ donfig, google_crc32c,
+#              typing_extensions), pcodec, pytest
+#   --expect gpu        (default) the GPU path must be on: cuda_status() == ''
+#   --expect nokernels  the wheel has no kernel image for this GPU (the sm_80-only build on an
+#                       H100): cuda_status() must say so, device="cuda" reads decode on the host
+#                       and copy up, and the tests of GPU decoding skip with that reason
+#
+# What it does, logging each step under $OUT/<wheel name>/ (OUT defaults to ./gpu_out):
+#  1. a fresh virtual environment with --system-site-packages: the host's torch, cupy, numpy,
+#     xarray and pytest are used as installed (gigabytes, and there is no package index here),
+#     while zarrflow comes only from WHEEL (the script stops if the host has a zarrflow of its
+#     own, and checks that the one imported is the venv's);
+#  2. pip install --no-index "WHEEL[nvcomp]" plus the test peers from the WHEEL_DIRs;
+#  3. `import zarrflow` time (best of 5 fresh processes), build_info(), `zarrflow --version`,
+#     `zarrflow doctor`, the extension's shared libraries (glibc and libgcc_s only);
+#  4. README's quickstart as written (zarrflow synth / inspect, then its Python block), and
+#     again with device="cuda", output="torch" where the GPU path is on;
+#  5. the GPU suites and the host-path suites on a copy of tests/ outside the source tree, run
+#     from a directory where only the installed zarrflow can be imported.
+# Exit status 0 when every step passed. SUITES (file names in tests/), PYTEST_ARGS and
+# SUITE_TIMEOUT (seconds, default 360) narrow or bound step 5.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-MODE=$1 WHEEL=$(realpath "$2")
-OUT="${OUT:-$ROOT/gpu_out}"
+EXPECT=gpu
+if [ "${1:-}" = --expect ]; then EXPECT=$2; shift 2; fi
+case "$EXPECT" in gpu|nokernels) ;; *) echo "--expect gpu or nokernels, got $EXPECT" >&2; exit 2 ;; esac
+[ $# -ge 1 ] && [ -f "$1" ] || { sed -n '2,14p' "$0" >&2; exit 2; }
+WHEEL=$(realpath "$1"); shift
+FIND_LINKS=()
+for d in "$@"; do FIND_LINKS+=(--find-links "$(realpath "$d")"); done
+NAME=$(basename "$WHEEL" .whl)
+OUT="${OUT:-$PWD/gpu_out}/$NAME"
 mkdir -p "$OUT"
-SITE=$(mktemp -d /tmp/zarrflow-wheel-site.XXXXXX)
-peers=$(ls "$ROOT"/.whl/*.whl 2>/dev/null | grep -v '/zarrflow' || true)
-# shellcheck disable=SC2086  # peers: a list of files
-python3 -m pip install -q --no-deps --no-index --no-compile --target "$SITE" "$WHEEL" $peers \
-  >"$OUT/wheel_install.log" 2>&1 || { echo "install failed:"; tail "$OUT/wheel_install.log"; exit 1; }
-WORKDIR=$(mktemp -d /tmp/zarrflow-wheel-run.XXXXXX)
-cp -r "$ROOT/tests" "$WORKDIR/"
-cd "$WORKDIR" || exit 1
-export PYTHONPATH="$SITE" PYTHONUNBUFFERED=1
-unset LD_LIBRARY_PATH ZARRFLOW_NVCOMP_LIBRARY
-{
-  echo "== $(basename "$WHEEL") ($MODE)"
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
-  python3 - <<'EOF'
+LOG="$OUT/check.log"
+: >"$LOG"
+unset PYTHONPATH LD_LIBRARY_PATH ZARRFLOW_NVCOMP_LIBRARY ZARRFLOW_NUM_THREADS ZARRFLOW_GPU_MEMORY_LIMIT
+WORK=$(mktemp -d /tmp/zarrflow-gpu-check.XXXXXX)
+VENV=$WORK/venv
+PY=$VENV/bin/python
+failed=()
+say() { echo "$*" | tee -a "$LOG"; }
+step() {  # step NAME COMMAND...: runs it, its output to $OUT/NAME.log and the summary log
+  local name=$1; shift
+  say "== $name"
+  if "$@" >"$OUT/$name.log" 2>&1; then say "   ok"; else say "   FAILED (rc=$?): $OUT/$name.log"; failed+=("$name"); fi
+  tail -n "${TAIL:-25}" "$OUT/$name.log" | sed 's/^/   | /' | tee -a "$LOG"
+}
+
+say "wheel: $NAME ($(du -h "$WHEEL" | cut -f1)), expect: $EXPECT"
+say "host: $(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null | tr '\n' ';') python $(python3 -V 2>&1)"
+if (cd / && env -i PATH=/usr/bin:/bin python3 -c 'import zarrflow' 2>/dev/null); then
+  say "this host's Python already has a zarrflow ($(cd / && python3 -c 'import zarrflow; print(zarrflow.__file__)')): remove it first"
+  exit 1
+fi
+
+install() {
+  python3 -m venv --system-site-packages "$VENV" &&
+    "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir "$WHEEL[nvcomp]" &&
+    { "$PY" -c 'import pytest' 2>/dev/null || "$PY" -m pip install --no-index "${FIND_LINKS[@]}" pytest; } &&
+    "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir zarr numcodecs &&
+    { "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir pcodec || echo "(no pcodec wheel: its tests skip)"; } &&
+    "$PY" -m pip list 2>/dev/null | grep -Ei '^(zarrflow|nvidia-libnvcomp|zarr |numcodecs|numpy |ml.dtypes|torch |cupy|pytest )'
+}
+step install install
+
+# From an empty directory with a bare environment: nothing but the venv can provide zarrflow.
+mkdir -p "$WORK/run"
+run_py() { (cd "$WORK/run" && env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" PYTHONNOUSERSITE=1 "$PY" "$@"); }
+run_bin() { (cd "$WORK/run" && env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" PYTHONNOUSERSITE=1 "$@"); }
+
+describe() {
+  run_py - "$VENV" <<'EOF'
+import os, subprocess, sys, time
+venv = sys.argv[1]
+times = []
+for _ in range(5):
+    out = subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter(); import zarrflow; "
+                          "print((time.perf_counter() - t) * 1e3)"], capture_output=True, text=True, check=True)
+    times.append(float(out.stdout))
 import zarrflow
-print("zarrflow from", zarrflow.__file__)
+where = os.path.realpath(zarrflow.__file__)
+assert where.startswith(os.path.realpath(venv)), f"zarrflow imported from {where}, not the venv"
+print(f"import zarrflow: best {min(times):.0f} ms, median {sorted(times)[2]:.0f} ms of 5 fresh processes")
+print("zarrflow from", os.path.dirname(where))
 print("build_info:", zarrflow.build_info())
 print("nvcomp_status:", (zarrflow.nvcomp_status() or "ok").splitlines()[0])
 EOF
-  echo "ldd: $(ldd "$SITE"/zarrflow/_core*.so | awk '{print $1}' | tr '\n' ' ')"
-} 2>&1 | tee "$OUT/wheel_check.log"
+  run_bin zarrflow --version && run_bin zarrflow doctor &&
+    echo "ldd: $(ldd "$(ls "$VENV"/lib/python3*/site-packages/zarrflow/_core*.so)" | awk '{print $1}' | tr '\n' ' ')"
+}
+TAIL=40 step describe describe
 
-GPU_SUITES="tests/test_gpu.py tests/test_dlpack.py tests/test_loader_gpu.py tests/test_remote_gpu.py
-  tests/test_xarray_backend.py tests/test_bench_cli.py"
-HOST_SUITES="tests/test_conformance.py tests/test_corpus.py tests/test_loader.py tests/test_indexing.py"
-rc=0
-case "$MODE" in
-  gpu)
-    python3 -c "import zarrflow, sys; s = zarrflow.cuda_status(); print('cuda_status:', s or 'ok'); sys.exit(1 if s else 0)" \
-      2>&1 | tee -a "$OUT/wheel_check.log" || rc=1
-    # shellcheck disable=SC2086
-    timeout 480 python3 -m pytest -q -p no:cacheprovider -rfE --tb=short $GPU_SUITES \
-      >"$OUT/wheel_pytest.log" 2>&1 || rc=1
-    ;;
-  noimage)
-    python3 - <<'EOF' 2>&1 | tee -a "$OUT/wheel_check.log" || rc=1
-import numpy as np, zarrflow, tempfile, pathlib, json
-s = zarrflow.cuda_status()
-print("cuda_status:", s)
-assert "cannot run zarrflow's GPU kernels" in s, "expected the missing-kernel-image message"
-assert not zarrflow.cuda_available()
-d = pathlib.Path(tempfile.mkdtemp()) / "a"
-d.mkdir()
-(d / ".zarray").write_text(json.dumps({"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f4",
-    "compressor": None, "fill_value": 0, "order": "C", "filters": None}))
-(d / "0").write_bytes(np.arange(4, dtype="<f4").tobytes())
-a = zarrflow.open(d)
-try:
-    a.read(device="cuda")
-    raise SystemExit("a device='cuda' read did not refuse")
-except zarrflow.UnsupportedError as e:
-    assert s in str(e), e
-    print("device='cuda' read refused:", str(e)[:160])
-np.testing.assert_array_equal(a[...], np.arange(4, dtype="f4"))
-print("host read ok")
+expectation() {
+  run_py - "$EXPECT" <<'EOF'
+import sys
+import numpy as np, zarrflow
+expect = sys.argv[1]
+status = zarrflow.cuda_status()
+print("cuda_status:", status or "'' (GPU path on)")
+if expect == "gpu":
+    assert status == "", f"the GPU path is off: {status}"
+else:
+    assert "cannot run zarrflow's GPU kernels" in status, f"expected the missing-kernel-image message, got {status!r}"
+    import warnings
+    a = np.arange(24, dtype="f4").reshape(4, 6)
+    import tempfile, zarr
+    d = tempfile.mkdtemp()
+    z = zarr.create_array(d + "/a.zarr", shape=a.shape, chunks=(2, 3), dtype="f4")
+    z[...] = a
+    arr = zarrflow.open(d + "/a.zarr")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        t = arr.read(device="cuda")
+        arr.read(device="cuda")
+    notes = [str(w.message) for w in said if "cannot run zarrflow's GPU kernels" in str(w.message)]
+    assert len(notes) == 1, notes
+    print("said once:", notes[0][:200])
+    import torch
+    assert np.array_equal(torch.from_dlpack(t).cpu().numpy(), a)
+    print("device='cuda' read decoded on the host and copied up: equal")
+    try:
+        arr.read(device="cuda", gpu_decode="on")
+        raise SystemExit("gpu_decode='on' did not refuse")
+    except zarrflow.UnsupportedError as e:
+        assert status in str(e)
+        print("gpu_decode='on' refused with the message")
 EOF
-    # shellcheck disable=SC2086
-    timeout 480 python3 -m pytest -q -p no:cacheprovider -rfE --tb=short $GPU_SUITES $HOST_SUITES \
-      >"$OUT/wheel_pytest.log" 2>&1 || rc=1
-    ;;
-  *) echo "mode: gpu or noimage" >&2; exit 2 ;;
-esac
-grep -E "passed|failed|^FAILED|^ERROR|skipped" "$OUT/wheel_pytest.log" | tail -15 | tee -a "$OUT/wheel_check.log"
-echo "rc=$rc" | tee -a "$OUT/wheel_check.log"
-exit $rc
+}
+step expectation expectation
+
+quickstart() {
+  local dir=$WORK/quickstart code
+  mkdir -p "$dir"
+  code=$(awk '/^## Quickstart/ {q = 1} q && /<!-- test: cpu -->/ {t = 1; next}
+              t && /^```python/ {p = 1; next} p && /^```/ {exit} p {print}' "$ROOT/README.md")
+  [ -n "$code" ] || { echo "no quickstart block in README.md"; return 1; }
+  (cd "$dir" && env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" bash -c \
+     'zarrflow synth era5.zarr && zarrflow inspect era5.zarr') || return 1
+  echo "--- README quickstart (as written)"
+  (cd "$dir" && env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" "$PY" -c "$code") || return 1
+  if [ "$EXPECT" = gpu ]; then
+    echo "--- the same with device=\"cuda\", output=\"torch\""
+    code=${code//device=\"cpu\", output=\"numpy\"/device=\"cuda\", output=\"torch\"}
+    (cd "$dir" && env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" "$PY" -c "$code
+assert x.is_cuda, x.device
+print('batches on', x.device)") || return 1
+  fi
+}
+step quickstart quickstart
+
+# The suites, from a copy of tests/ (and the pages test_docs_examples reads) outside the source.
+GPU_SUITES="test_gpu.py test_dlpack.py test_loader_gpu.py test_remote_gpu.py test_icechunk_gpu.py
+  test_xarray_backend.py test_numcodecs.py test_bench_cli.py test_build_info.py test_doctor.py"
+HOST_SUITES="test_conformance.py test_corpus.py test_loader.py test_indexing.py test_bad_input.py"
+suites() {
+  mkdir -p "$WORK/src"
+  cp -r "$ROOT/tests" "$WORK/src/"
+  # shellcheck disable=SC2086  # lists of files
+  (cd "$WORK/src/tests" &&
+    env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" PYTHONNOUSERSITE=1 timeout "${SUITE_TIMEOUT:-360}" \
+      "$PY" -m pytest -q -p no:cacheprovider -rfEs --tb=short --rootdir "$WORK/src/tests" \
+      ${SUITES:-$GPU_SUITES $HOST_SUITES} ${PYTEST_ARGS:-})
+}
+TAIL=60 step suites suites
+
+if [ ${#failed[@]} -eq 0 ]; then say "PASSED: $NAME ($EXPECT)"; rm -rf "$WORK"; exit 0; fi
+say "FAILED steps: ${failed[*]} ($NAME, $EXPECT); work directory kept: $WORK"
+exit 1

@@ -52,6 +52,11 @@ Status cuda_status(cudaError_t err, std::string_view what);
 // Otherwise why not: no driver, a driver older than the runtime, no GPU, no kernel image.
 Status device_available(int device = -1);
 
+// OK when GPU `device` (-1: the current one) exists and the driver is new enough for the CUDA
+// runtime: its memory and copies work even where device_available() fails because this build
+// has no kernel image for it (no kernel is launched here).
+Status device_present(int device = -1);
+
 enum class MemoryKind { kDevice, kPinned };
 
 class GpuMemoryPool;

@@ -113,7 +113,11 @@ Status probe_once(int device) {
 
 }  // namespace
 
-Status device_available(int device) {
+namespace {
+
+// `device` (-1: the calling thread's current one) when it exists and the driver can run this
+// build's CUDA runtime on it; else why not.
+Result<int> present_device(int device) {
   int n = 0;
   const cudaError_t err = cudaGetDeviceCount(&n);
   if (err == cudaErrorNoDevice || (err == cudaSuccess && n == 0))
@@ -126,7 +130,16 @@ Status device_available(int device) {
   if (device >= n)
     return invalid_argument("GPU " + std::to_string(device) +
                             " does not exist: " + std::to_string(n) + " visible");
-  return probe_once(device);
+  return device;
+}
+
+}  // namespace
+
+Status device_present(int device) { return present_device(device).status(); }
+
+Status device_available(int device) {
+  ZF_ASSIGN_OR_RETURN(const int d, present_device(device));
+  return probe_once(d);
 }
 
 GpuBuffer::~GpuBuffer() {
