@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the C++ GoogleTest suites (ctest) and the Python suite (pytest), after
 # installing what is missing (see scripts/setup.sh). GPU tests skip cleanly without a GPU.
+# Without pytest arguments (the whole suite, as CI runs it), the fuzz corpora are then replayed
+# under ASan + UBSan (scripts/fuzz.sh replay; docs/fuzzing.md).
 #
 # In CI (CI=true), or with ZARRFLOW_TEST_WHEEL=1, the Python suite runs against the CPU wheel as a
 # user installs it: scripts/build_wheels.sh builds it (static dependencies, glibc 2.27 floor),
@@ -24,3 +26,6 @@ if [ "${CI:-}" = true ] || [ "${ZARRFLOW_TEST_WHEEL:-0}" = 1 ]; then
 fi
 echo "==> Python tests"
 "$PYTEST_PY" -m pytest -q "$@"
+if [ $# -eq 0 ]; then
+  ./scripts/fuzz.sh replay
+fi

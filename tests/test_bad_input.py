@@ -162,6 +162,16 @@ def test_malformed_json(tmp_path: Path, zarr_format: int) -> None:
 
 
 @pytest.mark.parametrize("zarr_format", [3, 2])
+def test_number_beyond_double_range(tmp_path: Path, zarr_format: int) -> None:
+    """A JSON number past the double range is malformed metadata, not an exception that aborts
+    the process (found by codec_chain_fuzzer)."""
+    s = make_store(tmp_path, zarr_format=zarr_format)
+    s.meta_file().write_text('{"zarr_format": 21e308}')
+    expect(zarrflow.MetadataError, open_direct(s), ARR)
+    expect(zarrflow.MetadataError, lambda: zarrflow.open(s.root)[ARR], ARR)
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
 def test_metadata_not_an_object(tmp_path: Path, zarr_format: int) -> None:
     s = make_store(tmp_path, zarr_format=zarr_format)
     s.meta_file().write_text("[1, 2, 3]")
@@ -216,6 +226,8 @@ WRONG_TYPES_V2: dict[str, Callable[[dict], Any]] = {
     "missing-chunks": lambda m: m.pop("chunks"),
     "missing-dtype": lambda m: m.pop("dtype"),
     "bad-order": lambda m: m.__setitem__("order", "X"),
+    "order-not-a-string": lambda m: m.__setitem__("order", 5),
+    "order-null": lambda m: m.__setitem__("order", None),
     "bad-separator": lambda m: m.__setitem__("dimension_separator", ":"),
     "compressor-without-id": lambda m: m.__setitem__("compressor", {"level": 1}),
     "filters-not-list": lambda m: m.__setitem__("filters", {"id": "delta", "dtype": "<i4"}),
@@ -643,6 +655,17 @@ def test_v3_consolidated_member_escapes(tmp_path: Path, member: str) -> None:
     m["consolidated_metadata"]["metadata"][member] = json.loads((outside / "zarr.json").read_text())
     zj.write_text(json.dumps(m))
     expect(zarrflow.PathEscapeError, lambda: _escape_attempt(s.root, member), "outside")
+
+
+def test_v3_consolidated_member_node_type_not_a_string(tmp_path: Path) -> None:
+    """A consolidated member whose node_type is not a string is malformed metadata naming the
+    member (not an nlohmann type_error)."""
+    s = make_store(tmp_path, zarr_format=3)
+    zarr = C.require("zarr")
+    C._quiet(lambda: zarr.consolidate_metadata(str(s.root)))
+    edit_json(s.root / "zarr.json",
+              lambda m: m["consolidated_metadata"]["metadata"]["g1"].__setitem__("node_type", 5))
+    expect(zarrflow.MetadataError, lambda: zarrflow.open(s.root)["g1"], "g1")
 
 
 @pytest.mark.parametrize("zarr_format", [3, 2])

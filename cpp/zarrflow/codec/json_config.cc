@@ -79,7 +79,8 @@ Result<bool> get_bool(const nlohmann::json& cfg, const char* field, std::optiona
 Status reject_unknown_fields(const nlohmann::json& cfg,
                              std::initializer_list<const char*> allowed) {
   if (!cfg.is_object()) return {};
-  for (const auto& [key, value] : cfg.items()) {
+  for (const auto& item : cfg.items()) {
+    const std::string& key = item.key();  // not a structured binding: clang 14 cannot capture one
     bool ok = std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; });
     if (!ok) return invalid_metadata("unknown configuration field '" + key + "'");
   }

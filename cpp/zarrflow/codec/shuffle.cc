@@ -60,6 +60,7 @@ class ShuffleCodec final : public BytesToBytesCodec {
   void unshuffle(ConstByteSpan in, ByteSpan out) const {
     const auto es = static_cast<std::size_t>(elementsize_);
     const std::size_t count = in.size() / es;
+    if (count == 0) return;  // an empty chunk: its buffers may have no memory at all (null data)
     for (std::size_t j = 0; j < es; ++j) {
       const std::byte* src = in.data() + j * count;
       std::byte* dst = out.data() + j;

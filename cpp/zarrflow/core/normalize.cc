@@ -32,12 +32,32 @@ inline std::uint16_t bf16(float y) {
   return y != y ? std::uint16_t(0x7fff) : r;
 }
 
+#if defined(__FLT16_MANT_DIG__)  // the compiler has _Float16 (GCC; clang from 15 on x86-64)
 inline std::uint16_t f16(float y) {
   const _Float16 h = static_cast<_Float16>(y);  // IEEE conversion: round to nearest even
   std::uint16_t r;
   std::memcpy(&r, &h, 2);
   return y != y ? std::uint16_t(0x7fff) : r;
 }
+#else
+// The same conversion in integer arithmetic: round to nearest even, overflow to infinity.
+inline std::uint16_t f16(float y) {
+  const std::uint32_t u = bits(y), a = u & 0x7fffffffu;
+  const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
+  const auto round_shift = [](std::uint32_t v, int shift) {  // v >> shift, ties to even
+    const std::uint32_t kept = v >> shift, rest = v & ((1u << shift) - 1u), half = 1u << (shift - 1);
+    return kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
+  };
+  if (a > 0x7f800000u) return 0x7fff;                   // NaN
+  if (a >= 0x477ff000u) return sign | 0x7c00u;          // 65520 and above round to infinity
+  if (a <= 0x33000000u) return sign;                    // 2^-25 and below round to zero
+  if (a < 0x38800000u) {                                // below 2^-14: a subnormal half
+    const int shift = 126 - static_cast<int>(a >> 23);  // the value in units of 2^-24
+    return static_cast<std::uint16_t>(sign | round_shift((a & 0x7fffffu) | 0x800000u, shift));
+  }
+  return static_cast<std::uint16_t>(sign | round_shift(a - 0x38000000u, 13));  // rebias 127 → 15
+}
+#endif
 
 inline float f32(float y) { return y; }
 

@@ -1,5 +1,6 @@
 #include "zarrflow/store/http_client.h"
 
+#include "zarrflow/store/response_headers.h"
 #include "zarrflow/store/s3_xml.h"
 
 #include <curl/curl.h>
@@ -56,7 +57,7 @@ enum class BodyMode {
 };
 
 // State of one attempt, shared with curl's callbacks.
-struct Attempt {
+struct Attempt : ResponseHeaders {
   // What was asked.
   BodySink* sink = nullptr;
   BufferPool* pool = nullptr;
@@ -65,14 +66,7 @@ struct Attempt {
   std::uint64_t bound = 0;        // kWhole: most body bytes (caller's or max_object_bytes)
   bool bound_is_callers = false;  // the caller's bound for this value (Content-Length may size it)
   std::uint64_t max_object = 0;   // kTail: most bytes of the whole value read through
-  // What the headers said.
-  long status = 0;
-  std::optional<std::uint64_t> content_length;
-  std::optional<std::uint64_t> range_start, range_end, total_size;
-  std::optional<double> retry_after;
-  std::string etag;
-  std::optional<std::int64_t> last_modified_s;
-  std::uint64_t header_bytes = 0;
+  std::uint64_t header_bytes = 0;  // all header lines so far (what they said: ResponseHeaders)
   // The body.
   bool body_started = false;
   BodyMode mode = BodyMode::kWhole;
@@ -87,25 +81,6 @@ struct Attempt {
   [[nodiscard]] bool ok_status() const { return status >= 200 && status < 300; }
 };
 
-bool iequals_prefix(std::string_view line, std::string_view name) {
-  if (line.size() < name.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) return false;
-  return true;
-}
-
-std::optional<std::uint64_t> parse_u64(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  std::uint64_t v = 0;
-  std::size_t n = 0;
-  for (; n < s.size() && s[n] >= '0' && s[n] <= '9'; ++n) {
-    if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
-    v = v * 10 + std::uint64_t(s[n] - '0');
-  }
-  if (n == 0) return std::nullopt;
-  return v;
-}
-
 std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes"; }
 
 Status begin_body(Attempt& a);
@@ -118,48 +93,9 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
     return 0;
   }
   std::string_view line(data, size * n);
+  parse_response_header_line(line, a);
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  if (line.starts_with("HTTP/")) {  // a new response (after a redirect or 100-continue)
-    const std::size_t sp = line.find(' ');
-    a.status = sp == std::string_view::npos ? 0 : long(parse_u64(line.substr(sp + 1)).value_or(0));
-    a.content_length.reset();
-    a.range_start.reset();
-    a.range_end.reset();
-    a.total_size.reset();
-    a.retry_after.reset();
-    a.etag.clear();
-    a.last_modified_s.reset();
-  } else if (iequals_prefix(line, "etag:")) {
-    std::string_view v = line.substr(5);
-    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-    if (v.starts_with("W/")) v.remove_prefix(2);
-    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-    a.etag.assign(v.substr(0, 1024));
-  } else if (iequals_prefix(line, "last-modified:")) {
-    const std::string date(line.substr(14));
-    if (const time_t t = curl_getdate(date.c_str(), nullptr); t != -1) a.last_modified_s = t;
-  } else if (iequals_prefix(line, "content-length:")) {
-    a.content_length = parse_u64(line.substr(15));
-  } else if (iequals_prefix(line, "content-range:")) {
-    // "bytes 0-99/1234", "bytes 0-99/*" or "bytes */1234"
-    std::string_view v = line.substr(14);
-    const std::size_t sp = v.find("bytes ");
-    if (sp != std::string_view::npos) v = v.substr(sp + 6);
-    if (const std::size_t slash = v.find('/'); slash != std::string_view::npos) {
-      a.total_size = parse_u64(v.substr(slash + 1));
-      const std::size_t dash = v.find('-');
-      if (!v.empty() && v.front() != '*' && dash != std::string_view::npos && dash < slash) {
-        const auto start = parse_u64(v.substr(0, dash));
-        const auto end = parse_u64(v.substr(dash + 1, slash - dash - 1));
-        if (start && end) {  // both or neither
-          a.range_start = start;
-          a.range_end = end;
-        }
-      }
-    }
-  } else if (iequals_prefix(line, "retry-after:")) {
-    if (auto s = parse_u64(line.substr(12))) a.retry_after = double(*s);
-  } else if (line.empty() && a.ok_status() && !a.head && !a.body_started) {
+  if (line.empty() && a.ok_status() && !a.head && !a.body_started) {
     // The headers of the final answer are complete: check what it announces before any byte.
     try {
       a.sink_error = begin_body(a);

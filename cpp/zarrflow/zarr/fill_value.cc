@@ -1,5 +1,7 @@
 #include "zarrflow/zarr/fill_value.h"
 
+#include "zarrflow/codec/numeric_filter.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -70,7 +72,7 @@ Result<std::vector<std::byte>> float_scalar(const nlohmann::json& v, DTypeKind k
   switch (size) {
     case 2:
       if (kind == DTypeKind::kBFloat16) return bytes_of(bfloat16_bits(static_cast<float>(d)));
-      return bytes_of(static_cast<_Float16>(d));
+      return bytes_of(double_to_half(d));  // as NumPy rounds
     case 4:
       return bytes_of(static_cast<float>(d));
     case 8:
@@ -101,8 +103,10 @@ Result<std::vector<std::byte>> int_scalar(const nlohmann::json& v, const DataTyp
   }
   if (v.is_number_float()) {  // some writers store integral fills as 0.0
     const double d = v.get<double>();
-    if (std::trunc(d) != d || d < static_cast<double>(std::numeric_limits<T>::lowest()) ||
-        d > static_cast<double>(std::numeric_limits<T>::max()))
+    // The upper bound as a power of two, exact in double (max() itself, 2^63 - 1, rounds up to
+    // 2^63, which would pass and then overflow the cast).
+    const double end = std::ldexp(1.0, std::numeric_limits<T>::digits);
+    if (std::trunc(d) != d || d < static_cast<double>(std::numeric_limits<T>::lowest()) || d >= end)
       return bad(v, t, "not an integer in range");
     return bytes_of(static_cast<T>(d));
   }

@@ -44,7 +44,7 @@ Result<nlohmann::json> parse_json_document(std::string_view text, const JsonLimi
                             " levels (at byte " + std::to_string(at) + "; max_metadata_depth)");
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 21e308
     return invalid_metadata(std::string("malformed JSON: ") + e.what());
   } catch (const std::bad_alloc&) {
     return resource_exhausted("out of memory parsing a " + std::to_string(text.size()) +

@@ -266,7 +266,7 @@ Result<ArrayMetadata> unguarded_parse_array_v2(const nlohmann::json& doc,
   ZF_RETURN_IF_ERROR(check_sizes(md.shape, md.chunk_shape, md.dtype));
 
   std::string order = "C";
-  if (auto it = doc.find("order"); it != doc.end() && !it->is_null()) {
+  if (auto it = doc.find("order"); it != doc.end()) {
     if (*it != "C" && *it != "F")
       return invalid_metadata("field 'order' must be \"C\" or \"F\", got " + it->dump());
     order = it->get<std::string>();

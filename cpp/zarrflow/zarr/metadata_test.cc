@@ -117,6 +117,14 @@ TEST(FillValue, Rejects) {
   EXPECT_FALSE(parse_fill_value(nullptr, DataType{DTypeKind::kFloat, 4}, 3).ok());
   EXPECT_FALSE(parse_fill_value("nan", DataType{DTypeKind::kFloat, 4}, 3).ok());
   EXPECT_FALSE(parse_fill_value(1.5, DataType{DTypeKind::kInt, 4}, 3).ok());
+  // Integral floats just past the type's range (the casts would overflow; UBSan).
+  EXPECT_FALSE(parse_fill_value(9223372036854775808.0, DataType{DTypeKind::kInt, 8}, 2).ok());
+  EXPECT_FALSE(parse_fill_value(18446744073709551616.0, DataType{DTypeKind::kUInt, 8}, 2).ok());
+  EXPECT_FALSE(parse_fill_value(2147483648.0, DataType{DTypeKind::kInt, 4}, 2).ok());
+  EXPECT_FALSE(parse_fill_value(-1.0, DataType{DTypeKind::kUInt, 1}, 2).ok());
+  EXPECT_EQ(fill_as<std::int64_t>(-9223372036854775808.0, DataType{DTypeKind::kInt, 8}, 2),
+            INT64_MIN);
+  EXPECT_EQ(fill_as<std::int32_t>(2147483647.0, DataType{DTypeKind::kInt, 4}, 2), INT32_MAX);
 }
 
 TEST(MetadataV2, ParsesAndValidates) {
@@ -347,6 +355,16 @@ TEST(Json, MalformedNamesThePosition) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidMetadata);
   EXPECT_NE(r.status().message().find("malformed JSON"), std::string::npos);
+}
+
+TEST(Json, NumberOutOfRangeIsAnError) {
+  // A number beyond double range is an error, not an exception escaping to std::terminate
+  // (found by codec_chain_fuzzer).
+  auto r = parse_json(R"({"zarr_format": 21e308})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidMetadata);
+  EXPECT_NE(r.status().message().find("number overflow"), std::string::npos)
+      << r.status().message();
 }
 
 }  // namespace

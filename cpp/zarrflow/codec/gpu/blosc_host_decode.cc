@@ -66,7 +66,7 @@ Status execute_blosc_plan(const BloscPlan& plan, ConstByteSpan chunk, ByteSpan o
         break;
       case BloscStreamKind::kZstd: {
         if (!zstd) zstd.reset(ZSTD_createDCtx());
-        if (!zstd) return out_of_range("blosc: cannot allocate a zstd context");
+        if (!zstd) return resource_exhausted("blosc: cannot allocate a zstd context");
         const std::size_t r = ZSTD_decompressDCtx(zstd.get(), dst, s.dst_size, src, s.src_size);
         if (ZSTD_isError(r)) {
           error = ZSTD_getErrorName(r);
@@ -77,7 +77,7 @@ Status execute_blosc_plan(const BloscPlan& plan, ConstByteSpan chunk, ByteSpan o
       }
       case BloscStreamKind::kZlib: {
         if (!zlib) zlib.reset(libdeflate_alloc_decompressor());
-        if (!zlib) return out_of_range("blosc: cannot allocate a zlib decompressor");
+        if (!zlib) return resource_exhausted("blosc: cannot allocate a zlib decompressor");
         std::size_t n = 0;
         const libdeflate_result r =
             libdeflate_zlib_decompress(zlib.get(), src, s.src_size, dst, s.dst_size, &n);
@@ -124,7 +124,7 @@ Status decode_blosc_via_plan(ConstByteSpan chunk, ByteSpan out) {
   try {
     if (plan.needs_scratch()) scratch = Buffer(plan.nbytes);
   } catch (const std::bad_alloc&) {
-    return out_of_range("blosc: cannot allocate " + std::to_string(plan.nbytes) + " bytes");
+    return resource_exhausted("blosc: cannot allocate " + std::to_string(plan.nbytes) + " bytes");
   }
   return execute_blosc_plan(plan, chunk, out, scratch.span());
 }
