@@ -127,9 +127,11 @@ if local:  # a build with other GPU code than the release: PEP 440 local version
     open(init, "w").write(code)
 if cuda:
     # nvCOMP (zstd and deflate decoding on the GPU) for the same CUDA major version.
-    text = re.sub(r'(?m)^nvcomp = \[.*\]$', f'nvcomp = ["nvidia-libnvcomp-cu{cuda}"]', text, count=1)
+    text, n = re.subn(r'(?m)^nvcomp = \[.*\]$', f'nvcomp = ["nvidia-libnvcomp-cu{cuda}"]', text, count=1)
+    assert n == 1, "pyproject.toml: the nvcomp extra was not found"
 else:
-    text = re.sub(r'(?m)^# nvCOMP.*\n^nvcomp = \[.*\]\n', "", text, count=1)
+    text, n = re.subn(r'(?m)^# nvCOMP.*\n(?:^#.*\n)*^nvcomp = \[.*\]\n', "", text, count=1)
+    assert n == 1, "pyproject.toml: the nvcomp extra and its comment were not found"
 open(path, "w").write(text)
 PYEOF
   printf '"""Which build of zarrflow this is (written by scripts/build_wheels.sh)."""\n\nDISTRIBUTION = "%s"\nCUDA_MAJOR = %s\n' \

@@ -35,6 +35,23 @@ def test_cuda_status_says_why_the_gpu_path_is_off():
     assert any(r in status for r in reasons), status
 
 
+def test_nvcomp_extra_names_the_builds_cuda_major():
+    """An installed wheel's [nvcomp] extra pulls nvCOMP for its own CUDA major version; the CPU
+    wheel has no such extra."""
+    from importlib import metadata
+
+    dist = zarrflow.build_info()["distribution"]
+    if dist == "source":
+        pytest.skip("a build from the repository, not a wheel")
+    extras = metadata.metadata(dist).get_all("Provides-Extra") or []
+    nvcomp = [r for r in metadata.requires(dist) or [] if "nvcomp" in r.split(";", 1)[-1]]
+    if dist == "zarrflow":
+        assert "nvcomp" not in extras and not nvcomp, (extras, nvcomp)
+    else:
+        major = dist.removeprefix("zarrflow-cu")
+        assert nvcomp and all(r.startswith(f"nvidia-libnvcomp-cu{major}") for r in nvcomp), nvcomp
+
+
 def test_two_builds_installed_together_are_named(monkeypatch):
     monkeypatch.setattr(_gpu, "_this_distribution", lambda: "zarrflow-cu13")
     monkeypatch.setattr(_gpu, "installed_distributions", lambda: ["zarrflow-cu12", "zarrflow-cu13"])

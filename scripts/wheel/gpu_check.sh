@@ -23,10 +23,12 @@
 #     `zarrflow doctor`, the extension's shared libraries (glibc and libgcc_s only);
 #  4. README's quickstart as written (zarrflow synth / inspect, then its Python block), and
 #     again with device="cuda", output="torch" where the GPU path is on;
-#  5. the GPU suites and the host-path suites on a copy of tests/ outside the source tree, run
+#  5. (--expect gpu) `zarrflow bench` of the quickstart's store with --device cuda;
+#  6. the GPU suites and the host-path suites on a copy of tests/ outside the source tree, run
 #     from a directory where only the installed zarrflow can be imported.
 # Exit status 0 when every step passed. SUITES (file names in tests/), PYTEST_ARGS and
-# SUITE_TIMEOUT (seconds, default 360) narrow or bound step 5.
+# SUITE_TIMEOUT (seconds, default 360) narrow or bound step 6; PYTHON names the host's Python
+# (default python3).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 EXPECT=gpu
@@ -55,14 +57,15 @@ step() {  # step NAME COMMAND...: runs it, its output to $OUT/NAME.log and the s
 }
 
 say "wheel: $NAME ($(du -h "$WHEEL" | cut -f1)), expect: $EXPECT"
-say "host: $(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null | tr '\n' ';') python $(python3 -V 2>&1)"
-if (cd / && env -i PATH=/usr/bin:/bin python3 -c 'import zarrflow' 2>/dev/null); then
-  say "this host's Python already has a zarrflow ($(cd / && python3 -c 'import zarrflow; print(zarrflow.__file__)')): remove it first"
+HOST_PY=$(command -v "${PYTHON:-python3}")
+say "host: $(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null | tr '\n' ';') $("$HOST_PY" -V 2>&1)"
+if (cd / && env -i PATH=/usr/bin:/bin "$HOST_PY" -c 'import zarrflow' 2>/dev/null); then
+  say "this host's Python already has a zarrflow ($(cd / && "$HOST_PY" -c 'import zarrflow; print(zarrflow.__file__)')): remove it first"
   exit 1
 fi
 
 install() {
-  python3 -m venv --system-site-packages "$VENV" &&
+  "$HOST_PY" -m venv --system-site-packages "$VENV" &&
     "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir "$WHEEL[nvcomp]" &&
     { "$PY" -c 'import pytest' 2>/dev/null || "$PY" -m pip install --no-index "${FIND_LINKS[@]}" pytest; } &&
     "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir zarr numcodecs &&
@@ -70,6 +73,7 @@ install() {
     "$PY" -m pip list 2>/dev/null | grep -Ei '^(zarrflow|nvidia-libnvcomp|zarr |numcodecs|numpy |ml.dtypes|torch |cupy|pytest )'
 }
 step install install
+[ ${#failed[@]} -eq 0 ] || { say "FAILED: the wheel did not install ($NAME)"; exit 1; }
 
 # From an empty directory with a bare environment: nothing but the venv can provide zarrflow.
 mkdir -p "$WORK/run"
@@ -155,6 +159,13 @@ print('batches on', x.device)") || return 1
   fi
 }
 step quickstart quickstart
+
+# The GPU read benchmark on the quickstart's store (decoded GB/s per run; the same command with
+# another build of zarrflow, on the same machine, is the comparison).
+if [ "$EXPECT" = gpu ]; then
+  bench() { run_bin zarrflow bench "$WORK/quickstart/era5.zarr" --device cuda --runs 5 --quiet; }
+  step bench bench
+fi
 
 # The suites, from a copy of tests/ (and the pages test_docs_examples reads) outside the source.
 GPU_SUITES="test_gpu.py test_dlpack.py test_loader_gpu.py test_remote_gpu.py test_icechunk_gpu.py
