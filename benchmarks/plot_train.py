@@ -11,20 +11,21 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _plotting import results_cli  # noqa: E402
+from _plotting import pyplot, results_cli  # noqa: E402
 
 
-def main() -> int:
-    args, plt = results_cli(__doc__)
+def _color(run: str) -> str:
+    return "#888" if run == "synthetic" else "#1f77b4" if run.startswith("zarrflow") else "#d62728"
 
-    runs = [json.loads(p.read_text()) for p in args.results]
-    fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 4), squeeze=False)
-    for ax, res, path in zip(axes[0], runs, args.results):
+
+def plot(results: list[dict], path: Path) -> None:
+    """One panel per result file: a bar per run, labelled with samples/s and the wait share."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
+    for ax, res in zip(axes[0], results):
         names = [r["run"] for r in res["runs"]]
-        vals = [r["samples_per_s"] for r in res["runs"]]
-        bars = ax.bar(range(len(names)), vals, color=["#888" if n == "synthetic" else
-                                                      "#1f77b4" if n.startswith("zarrflow") else "#d62728"
-                                                      for n in names])
+        bars = ax.bar(range(len(names)), [r["samples_per_s"] for r in res["runs"]],
+                      color=[_color(n) for n in names])
         for b, r in zip(bars, res["runs"]):
             label = f"{r['samples_per_s']:.0f}/s"
             if r["train"] and r["run"] != "synthetic":
@@ -33,14 +34,20 @@ def main() -> int:
                         va="bottom", fontsize=8)
         ax.set_xticks(range(len(names)), names, rotation=20, fontsize=8)
         ax.set_ylabel("samples/s")
-        mode = "training" if any(r["train"] and r["run"] != "synthetic" for r in res["runs"]) else "loader only"
-        store = Path(res["store"]).name if res.get("store") else path.stem
-        ax.set_title(f"{store}\n{mode}: {res['channels']} ch {res['grid'][0]}x{res['grid'][1]}, batch "
-                     f"{res['batch_size']}x{res['world_size']}, {res['device']}, {res['date']}", fontsize=8)
+        training = any(r["train"] and r["run"] != "synthetic" for r in res["runs"])
+        ax.set_title(f"{'training' if training else 'loader only'}: {res['channels']} ch "
+                     f"{res['grid'][0]}x{res['grid'][1]}, batch {res['batch_size']}x{res['world_size']}, "
+                     f"{res['device']}, {res['date']}", fontsize=8)
         ax.margins(y=0.2)
     fig.suptitle("U-Net/ResNet-18 t→t+1: samples/s by data source")
     fig.tight_layout()
-    fig.savefig(args.out, dpi=120)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> int:
+    args = results_cli(__doc__)
+    plot([json.loads(p.read_text()) for p in args.results], args.out)
     return 0
 
 

@@ -34,13 +34,15 @@ stamp=.venv/.deps-$(sha1sum pyproject.toml | cut -c1-12)
 if [ ! -f "$stamp" ]; then
   echo "==> installing Python dependencies into .venv"
   "$VPY" -m pip install -q --upgrade pip
-  # Build requirements (we build without isolation so the CMake build dir is reused) and the
-  # extras the tests and the demo use: zarr-python, numcodecs and tensorstore as peers.
+  # Build requirements (we build without isolation so the CMake build dir is reused), the
+  # extras the tests and the demo use (zarr-python, numcodecs and tensorstore as peers) and the
+  # documentation's (the `docs` extra: Sphinx, numpydoc, MyST, the furo theme).
   "$VPY" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4" "numpy>=1.24" "ml_dtypes>=0.4" \
     "pytest>=7" "zarr>=3.1" "numcodecs>=0.15" "tensorstore>=0.1.70" "xarray>=2024.10" \
     "moto[server]>=5" "boto3>=1.36" "netCDF4>=1.6" "cftime>=1.6" "dask>=2024.1" "pcodec>=0.3" \
     "icechunk>=1.1,<2" "kerchunk>=0.2.7" "h5py>=3.10" "pyarrow>=14" "pyyaml>=6" \
-    "scipy>=1.10" "fastparquet>=2024.2"
+    "scipy>=1.10" "fastparquet>=2024.2" \
+    "sphinx>=7.2" "numpydoc>=1.8" "myst-parser>=3" "furo>=2024.1"
   touch "$stamp"
 fi
 

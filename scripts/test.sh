@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the C++ GoogleTest suites (ctest) and the Python suite (pytest), after
 # installing what is missing (see scripts/setup.sh). GPU tests skip cleanly without a GPU.
-# Without pytest arguments (the whole suite, as CI runs it), the fuzz corpora are then replayed
+# Without pytest arguments (the whole suite, as CI runs it), it then builds the documentation
+# (docs/ and the API reference, warnings as errors) into build/docs and replays the fuzz corpora
 # under ASan + UBSan (scripts/fuzz.sh replay; docs/fuzzing.md).
 #
 # In CI (CI=true), or with ZARRFLOW_TEST_WHEEL=1, the Python suite runs against the CPU wheel as a
@@ -27,5 +28,9 @@ fi
 echo "==> Python tests"
 "$PYTEST_PY" -m pytest -q "$@"
 if [ $# -eq 0 ]; then
+  echo "==> documentation (build/docs/index.html)"
+  started=$SECONDS
+  .venv/bin/python -m sphinx -E -W --keep-going -q -b html docs build/docs
+  echo "    built in $((SECONDS - started)) s"
   ./scripts/fuzz.sh replay
 fi

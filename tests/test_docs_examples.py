@@ -152,6 +152,28 @@ def test_readme_shows_the_setup_commands_and_a_tested_quickstart() -> None:
     assert 'zarrflow.open("era5.zarr")' in quickstart[0].code
 
 
+def test_readme_quickstart_runs_as_written(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The quickstart on a machine without a GPU, as a newcomer types it: its console commands
+    (the full-size demo store), then its Python block; the last line it prints is the one the
+    README shows in that line's comment."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## Quickstart")
+    quickstart = readme[start:readme.index("\n## ", start + 1)]
+    commands = re.findall(r"^\$ (zarrflow [^#\n]*?)\s*(?:#.*)?$", quickstart, re.M)
+    assert commands, "the quickstart shows no zarrflow commands"
+    monkeypatch.chdir(tmp_path)
+    for command in commands:
+        subprocess.run([sys.executable, "-m", "zarrflow", *command.split()[1:]], check=True,
+                       capture_output=True)
+    code = blocks(ROOT / "README.md")[0].code
+    exec(compile(code, "README.md quickstart", "exec"), {"__name__": "quickstart"})
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    last_print = [line for line in code.splitlines() if line.startswith("print(")][-1]
+    assert "#" in last_print, "the quickstart's last print() shows no output in a comment"
+    shown = last_print.split("#", 1)[1]
+    assert printed in shown, f"the quickstart printed {printed!r}; the README shows {shown!r}"
+
+
 LINK = re.compile(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)")
 
 

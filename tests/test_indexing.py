@@ -39,6 +39,11 @@ def _same(got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_array_equal(got, want)
 
 
+def _each_key(keys: dict[str, tuple]):
+    """Parametrizes a test over the index keys in `keys`, named by their ids."""
+    return pytest.mark.parametrize("key", list(keys.values()), ids=list(keys))
+
+
 M0 = np.arange(20) % 3 == 1                      # a mask over axis 0
 M12 = (np.arange(63).reshape(7, 9) % 4) == 0     # a mask over axes 1 and 2
 FULL = np.arange(np.prod(SHAPE)).reshape(SHAPE) % 7 == 3
@@ -71,7 +76,7 @@ NUMPY_KEYS = {
 }
 
 
-@pytest.mark.parametrize("key", list(NUMPY_KEYS.values()), ids=list(NUMPY_KEYS))
+@_each_key(NUMPY_KEYS)
 def test_getitem_matches_numpy(arrays, key):
     a, _, ref = arrays
     _same(a[key], ref[key])
@@ -86,7 +91,7 @@ ZARR_GETITEM_KEYS = {
 }
 
 
-@pytest.mark.parametrize("key", list(ZARR_GETITEM_KEYS.values()), ids=list(ZARR_GETITEM_KEYS))
+@_each_key(ZARR_GETITEM_KEYS)
 def test_getitem_matches_zarr_python(arrays, key):
     a, z, _ = arrays
     _same(a[key], z[key])
@@ -113,7 +118,7 @@ OINDEX_KEYS = {
 }
 
 
-@pytest.mark.parametrize("key", list(OINDEX_KEYS.values()), ids=list(OINDEX_KEYS))
+@_each_key(OINDEX_KEYS)
 def test_oindex_matches_zarr_python(arrays, key):
     a, z, _ = arrays
     _same(a.oindex[key], z.oindex[key])
@@ -135,7 +140,7 @@ VINDEX_KEYS = {
 }
 
 
-@pytest.mark.parametrize("key", list(VINDEX_KEYS.values()), ids=list(VINDEX_KEYS))
+@_each_key(VINDEX_KEYS)
 def test_vindex_matches_zarr_python(arrays, key):
     a, z, _ = arrays
     _same(a.vindex[key], z.vindex[key])

@@ -42,6 +42,18 @@ def _assert_same(group, expected: dict) -> None:
         assert got.astype(want.dtype).tobytes() == want.tobytes(), name
 
 
+def _assert_reads_every_variable(group, expected: dict) -> None:
+    """Every variable, character arrays (|S1) included, reads as zarr-python reads it: the same
+    bytes for numbers, equal values for the rest."""
+    assert expected
+    for name, want in expected.items():
+        got = group[name][...]
+        if want.dtype.kind in "biufc":
+            assert got.astype(want.dtype).tobytes() == want.tobytes(), name
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=name)
+
+
 @pytest.fixture(scope="module")
 def hdf5(tmp_path_factory) -> Path:
     """An HDF5 file: contiguous float32, chunked big-endian float64, chunked shuffle + deflate."""
@@ -68,14 +80,7 @@ def test_hdf5_references_read_as_fsspec_reads_them(hdf5, tmp_path) -> None:
     fo = _translate(hdf5, tmp_path / "refs.json", inline_threshold=0)
     want = _reference_arrays(str(fo))
     g = zarrflow.open("reference://", storage_options={"fo": str(fo), "remote_protocol": "file"})
-    # Every variable, character arrays (|S1) included, reads as zarr-python reads it.
-    assert want
-    for name, expected in want.items():
-        got = g[name][...]
-        if expected.dtype.kind in "biufc":
-            assert got.astype(expected.dtype).tobytes() == expected.tobytes(), name
-        else:
-            np.testing.assert_array_equal(got, expected, err_msg=name)
+    _assert_reads_every_variable(g, want)
 
 
 def test_inline_base64_chunks(hdf5, tmp_path) -> None:
@@ -225,14 +230,7 @@ def test_real_netcdf4_files(path, tmp_path) -> None:
     except Exception as e:  # what kerchunk or zarr-python cannot read is not a zarrflow test
         pytest.skip(f"kerchunk / zarr-python cannot read {path.name}: {type(e).__name__}: {e}")
     g = zarrflow.open("reference://", storage_options={"fo": str(fo), "remote_protocol": "file"})
-    # Every variable, character arrays (|S1) included, reads as zarr-python reads it.
-    assert want
-    for name, expected in want.items():
-        got = g[name][...]
-        if expected.dtype.kind in "biufc":
-            assert got.astype(expected.dtype).tobytes() == expected.tobytes(), name
-        else:
-            np.testing.assert_array_equal(got, expected, err_msg=name)
+    _assert_reads_every_variable(g, want)
 
 
 def test_references_and_chunks_on_s3(hdf5, tmp_path) -> None:

@@ -14,6 +14,8 @@ import zarrflow
 from zarrflow.loader import LoaderError, LoaderOptions
 from zarrflow.loader import options as options_mod
 
+from t2m_arrays import create_t2m
+
 zarr = pytest.importorskip("zarr")
 
 NT, NLAT, NLON = 9, 4, 6
@@ -23,9 +25,7 @@ NT, NLAT, NLON = 9, 4, 6
 def store(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("options") / "small.zarr"
     root = zarr.open_group(str(path), mode="w", zarr_format=3)
-    a = root.create_array("t2m", shape=(NT, NLAT, NLON), chunks=(1, NLAT, NLON), dtype="float32",
-                          dimension_names=["time", "latitude", "longitude"], fill_value=0)
-    a[...] = np.arange(NT * NLAT * NLON, dtype="float32").reshape(NT, NLAT, NLON)
+    create_t2m(root, np.arange(NT * NLAT * NLON, dtype="float32").reshape(NT, NLAT, NLON))
     return path
 
 

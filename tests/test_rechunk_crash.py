@@ -162,9 +162,20 @@ def test_every_step_is_reached_by_some_case():
 # --------------------------------------------------------------------------------------------
 
 
-def _two_parts_first_done(stores, dest: Path, opts: Options) -> None:
+def _first_of_two_parts_done(stores, tmp_path: Path, lease: float) -> tuple[Path, Options]:
+    """The first of two parts of a rechunk into tmp_path/o.zarr whose finalisation claims hold
+    for `lease` seconds, done: returns the destination and the options the second part runs
+    with."""
+    dest = tmp_path / "o.zarr"
+    opts = Options(chunks={"time": 1}, lease=lease)
     rep = rechunk(stores["src"], dest, opts, part=(0, 2), progress=False)
     assert not rep.finalized and rep.state == "waiting for the other parts"
+    return dest, opts
+
+
+def _second_part(stores, dest: Path, opts: Options):
+    """The second part of the rechunk _first_of_two_parts_done began: its report."""
+    return rechunk(stores["src"], dest, opts, part=(1, 2), progress=False)
 
 
 def _claim_as(stage: Staging, owner: dict, gen: int = 0) -> Path:
@@ -174,24 +185,21 @@ def _claim_as(stage: Staging, owner: dict, gen: int = 0) -> Path:
 
 
 def test_claim_of_a_process_gone_on_this_machine_is_taken_over_at_once(stores, tmp_path):
-    dest = tmp_path / "o.zarr"
-    opts = Options(chunks={"time": 1}, lease=3600)  # a lease wait would hang the test
-    _two_parts_first_done(stores, dest, opts)
+    # (a long lease: a lease wait would hang the test)
+    dest, opts = _first_of_two_parts_done(stores, tmp_path, lease=3600)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True).stdout.strip()
     owner = dict(commit._me(), pid=int(dead))
     owner["start"] = -1  # a pid of the past (and, if reused, another process)
     _claim_as(Staging(dest), owner)
-    rep = rechunk(stores["src"], dest, opts, part=(1, 2), progress=False)
+    rep = _second_part(stores, dest, opts)
     assert rep.finalized and _same(_contents(dest), _contents(stores["expected"]))
 
 
 def test_claim_of_a_live_process_here_is_respected(stores, tmp_path):
-    dest = tmp_path / "o.zarr"
-    opts = Options(chunks={"time": 1}, lease=3600)
-    _two_parts_first_done(stores, dest, opts)
+    dest, opts = _first_of_two_parts_done(stores, tmp_path, lease=3600)
     _claim_as(Staging(dest), commit._me())  # this very process: alive
-    rep = rechunk(stores["src"], dest, opts, part=(1, 2), progress=False)
+    rep = _second_part(stores, dest, opts)
     assert not rep.finalized and "finalising in another process" in rep.state
     assert f"pid {os.getpid()}" in rep.state and not dest.exists()
 
@@ -203,20 +211,16 @@ def _other_host() -> dict:
 
 def test_claim_from_another_host_that_stops_beating_is_taken_over_after_the_lease(stores,
                                                                                tmp_path):
-    dest = tmp_path / "o.zarr"
-    opts = Options(chunks={"time": 1}, lease=0.4)
-    _two_parts_first_done(stores, dest, opts)
+    dest, opts = _first_of_two_parts_done(stores, tmp_path, lease=0.4)
     stage = Staging(dest)
     _claim_as(stage, _other_host())
     (stage.journal / "finalizing.0.beat").write_text("7")
-    rep = rechunk(stores["src"], dest, opts, part=(1, 2), progress=False)
+    rep = _second_part(stores, dest, opts)
     assert rep.finalized and _same(_contents(dest), _contents(stores["expected"]))
 
 
 def test_claim_from_another_host_that_beats_is_respected(stores, tmp_path):
-    dest = tmp_path / "o.zarr"
-    opts = Options(chunks={"time": 1}, lease=0.4)
-    _two_parts_first_done(stores, dest, opts)
+    dest, opts = _first_of_two_parts_done(stores, tmp_path, lease=0.4)
     stage = Staging(dest)
     _claim_as(stage, _other_host())
     stop = threading.Event()
@@ -230,12 +234,12 @@ def test_claim_from_another_host_that_beats_is_respected(stores, tmp_path):
     t = threading.Thread(target=beat)
     t.start()
     try:
-        rep = rechunk(stores["src"], dest, opts, part=(1, 2), progress=False)
+        rep = _second_part(stores, dest, opts)
     finally:
         stop.set()
         t.join()
     assert not rep.finalized and "-other-node" in rep.state and not dest.exists()
-    rep = rechunk(stores["src"], dest, opts, part=(1, 2), progress=False)  # it stopped beating
+    rep = _second_part(stores, dest, opts)  # it stopped beating
     assert rep.finalized and _same(_contents(dest), _contents(stores["expected"]))
 
 

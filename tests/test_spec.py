@@ -12,6 +12,8 @@ import zarrflow
 from zarrflow.loader import DatasetSpec, LoaderError
 from zarrflow.loader.spec import valid_times
 
+from t2m_arrays import create_t2m
+
 zarr = pytest.importorskip("zarr")
 
 NT, NLAT, NLON = 10, 6, 8
@@ -23,9 +25,7 @@ def store(tmp_path_factory) -> Path:
     """t2m (time, lat, lon) and a stacked (time, channel, lat, lon) array with labels."""
     path = tmp_path_factory.mktemp("spec") / "small.zarr"
     root = zarr.open_group(str(path), mode="w", zarr_format=3)
-    a = root.create_array("t2m", shape=(NT, NLAT, NLON), chunks=(1, NLAT, NLON), dtype="float32",
-                          dimension_names=["time", "latitude", "longitude"], fill_value=0)
-    a[...] = 1
+    create_t2m(root, np.ones((NT, NLAT, NLON), "float32"))
     b = root.create_array("data", shape=(NT, 3, NLAT, NLON), chunks=(1, 1, NLAT, NLON),
                           dtype="float32", fill_value=0,
                           dimension_names=["time", "channel", "latitude", "longitude"])
@@ -95,9 +95,7 @@ def test_compute_stats_of_a_spec_uses_its_time_range(tmp_path):
     """Statistics of a training split: only the time steps inside the spec's time_range."""
     path = tmp_path / "ramp.zarr"
     root = zarr.open_group(str(path), mode="w", zarr_format=3)
-    a = root.create_array("t2m", shape=(NT, 2, 2), chunks=(1, 2, 2), dtype="float32",
-                          dimension_names=["time", "latitude", "longitude"], fill_value=0)
-    a[...] = np.arange(NT, dtype="float32")[:, None, None] * np.ones((1, 2, 2), "float32")
+    create_t2m(root, np.arange(NT, dtype="float32")[:, None, None] * np.ones((1, 2, 2), "float32"))
     spec = DatasetSpec(path, ["t2m"], time_range=(0, 4))
     stats = zarrflow.compute_stats(spec)
     assert stats["channels"] == ["t2m"]

@@ -101,23 +101,71 @@ def open(path: str | os.PathLike, *, zarr_format: int | None = None,
          limits: dict[str, int] | None = None) -> "Array | Group":
     """Open the Zarr array or group (v2 or v3) stored at ``path``.
 
-    ``path`` is a local directory, ``file://``, ``s3://bucket/prefix``, ``gs://bucket/prefix``
-    or ``http(s)://`` URL. ``storage_options`` configure remote stores (credentials, endpoint,
-    requests in flight, timeouts, retries; see ``zarrflow._remote``). ``threads`` sets the size
-    of the pool this hierarchy decodes with (default: the shared pool, sized by
-    ZARRFLOW_NUM_THREADS or the CPU count); remote stores fetch on their own I/O pool of
-    ``max_in_flight`` threads. ``use_consolidated`` (as in zarr-python): None lists a group's
-    members from its consolidated metadata when it has some, True requires it, False lists
-    and opens them from the store. ``limits`` bounds what a store's metadata may make zarrflow
-    read or allocate (for this node and everything opened through it): ``max_chunk_bytes``
-    (decoded bytes of one chunk, default 2 GiB), ``max_metadata_bytes`` (one metadata document,
-    default 64 MiB), ``max_metadata_depth`` (JSON nesting, default 256).
+    Only metadata is read here; chunks are read when the array is indexed.
 
-    Icechunk repositories (a directory or URL holding one) open at ``ref``: a branch (default
-    ``main``), a tag or a snapshot id. Kerchunk reference sets open as fsspec opens them:
-    ``open("reference://", storage_options={"fo": "refs.json", "remote_protocol": "s3",
-    "remote_options": {...}})``, or ``open("refs.json")``. Virtual chunks of either are read only
-    from ``virtual_chunk_containers``: ``{url_prefix: storage_options}`` (docs/icechunk.md).
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A local directory, or a ``file://``, ``s3://bucket/prefix``, ``gs://bucket/prefix`` or
+        ``http(s)://`` URL; an Icechunk repository (a directory or URL holding one); a Kerchunk
+        reference set (``"refs.json"``, or ``"reference://"`` with ``storage_options``).
+    zarr_format : {2, 3}, optional
+        Read only this Zarr version's metadata. Default: detect it.
+    use_consolidated : bool, optional
+        As in zarr-python: None lists a group's members from its consolidated metadata when it
+        has some, True requires consolidated metadata, False lists and opens members from the
+        store.
+    threads : int, optional
+        Size of the thread pool this hierarchy decodes with. Default: the shared pool, sized by
+        ``ZARRFLOW_NUM_THREADS`` or the CPUs of this process (:func:`set_num_threads`). Remote
+        stores fetch on their own I/O pool of ``max_in_flight`` threads.
+    storage_options : dict, optional
+        Remote stores: credentials, endpoint, requests in flight, timeouts and retries (see the
+        Storage options of the settings page). Kerchunk reference sets: ``fo``,
+        ``remote_protocol`` and ``remote_options``, as fsspec takes them.
+    ref : str, optional
+        Icechunk repositories: the branch (default ``"main"``), tag or snapshot id to read.
+    virtual_chunk_containers : dict or list of str, optional
+        Icechunk repositories and Kerchunk reference sets: the URL prefixes virtual chunks may
+        be read from, as ``{url_prefix: storage_options}`` (or a list of prefixes, read with
+        the default options). Virtual chunks anywhere else are refused.
+    limits : dict, optional
+        Bounds on what a store's metadata may make zarrflow read or allocate, for this node and
+        everything opened through it: ``max_chunk_bytes`` (decoded bytes of one chunk,
+        default 2 GiB), ``max_metadata_bytes`` (one metadata document, default 64 MiB),
+        ``max_metadata_depth`` (JSON nesting, default 256).
+
+    Returns
+    -------
+    Array or Group
+        The node at ``path``. Its ``snapshot_id`` is the Icechunk snapshot read (None for other
+        stores).
+
+    Raises
+    ------
+    NodeNotFoundError
+        No Zarr array or group at ``path`` (or ``ref`` given for a path that is not an
+        Icechunk repository).
+    MetadataError
+        The metadata is invalid, or ``use_consolidated=True`` and the group has none.
+    StoreIOError
+        The store could not be read (an I/O error, or a server's error answer).
+    ValueError
+        An unknown name in ``limits``, or options that do not apply to this kind of store.
+    NotImplementedError
+        A URL scheme zarrflow does not read.
+
+    See Also
+    --------
+    open_array, open_group
+
+    Examples
+    --------
+    >>> import zarrflow
+    >>> store = zarrflow.open("era5.zarr")
+    >>> store["data"]
+    <zarrflow.Array 'data' shape=(8, 6, 721, 1440) dtype=float32 chunks=(1, 1, 721, 1440)>
+    >>> public = zarrflow.open("s3://bucket/era5.zarr", storage_options={"anon": True})
     """
     limits = dict(limits or {})
     for name in limits:
@@ -141,6 +189,24 @@ def open(path: str | os.PathLike, *, zarr_format: int | None = None,
 
 
 def open_array(path: str | os.PathLike, **kwargs: Any) -> "Array":
+    """Open the Zarr array at ``path``: :func:`open`, refusing a group.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        As for :func:`open`.
+    **kwargs
+        The keyword arguments of :func:`open`.
+
+    Returns
+    -------
+    Array
+
+    Raises
+    ------
+    NodeNotFoundError
+        ``path`` holds a group, or nothing.
+    """
     node = open(path, **kwargs)
     if not isinstance(node, Array):
         raise NodeNotFoundError(f"'{os.fspath(path)}' is a group, not an array")
@@ -148,6 +214,24 @@ def open_array(path: str | os.PathLike, **kwargs: Any) -> "Array":
 
 
 def open_group(path: str | os.PathLike, **kwargs: Any) -> "Group":
+    """Open the Zarr group at ``path``: :func:`open`, refusing an array.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        As for :func:`open`.
+    **kwargs
+        The keyword arguments of :func:`open`.
+
+    Returns
+    -------
+    Group
+
+    Raises
+    ------
+    NodeNotFoundError
+        ``path`` holds an array, or nothing.
+    """
     node = open(path, **kwargs)
     if not isinstance(node, Group):
         raise NodeNotFoundError(f"'{os.fspath(path)}' is an array, not a group")
@@ -172,15 +256,35 @@ class _Node:
 
     @property
     def zarr_format(self) -> int:
+        """The Zarr version of the node's metadata: 2 or 3."""
         return self._h.zarr_format
 
     @cached_property
     def attrs(self) -> dict:
+        """The node's user attributes (v3 ``attributes``, or v2 ``.zattrs``), as a dict."""
         return json.loads(self._h.attrs_json)
 
 
-class Group(_Node):
-    """A Zarr group: a mapping from member names to arrays and groups."""
+class Group(_Node):  # numpydoc ignore=PR01
+    """A Zarr group: a mapping from member names to arrays and groups.
+
+    Not made directly: :func:`open` and :func:`open_group` return groups, and indexing a group
+    returns its members. ``group["name"]`` and ``group["a/b"]`` open members, ``"name" in
+    group`` checks for one, ``len(group)`` and ``iter(group)`` count and list the names.
+
+    Attributes
+    ----------
+    snapshot_id : str or None
+        The Icechunk snapshot this group reads (its ref was resolved once, when it was opened);
+        None for other stores.
+
+    Examples
+    --------
+    >>> group = zarrflow.open_group("wb2.zarr")
+    >>> group.keys()
+    ['2m_temperature', 'geopotential', 'latitude', 'level', ..., 'v_component_of_wind']
+    >>> t2m = group["2m_temperature"]
+    """
 
     @property
     def consolidated(self) -> bool:
@@ -188,15 +292,34 @@ class Group(_Node):
         return self._h.consolidated
 
     def keys(self) -> list[str]:
+        """The names of the group's members (arrays and groups), sorted.
+
+        Returns
+        -------
+        list of str
+        """
         return self._h.member_names()
 
     def __iter__(self) -> Iterator[str]:
+        """The names of the members, as :meth:`keys` lists them."""
         return iter(self.keys())
 
     def __len__(self) -> int:
+        """The number of members."""
         return len(self.keys())
 
     def __contains__(self, name: object) -> bool:
+        """Whether the group has the member ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A member name or a path below the group; anything else is not a member.
+
+        Returns
+        -------
+        bool
+        """
         if not isinstance(name, str):
             return False
         try:
@@ -206,8 +329,22 @@ class Group(_Node):
         return True
 
     def __getitem__(self, name: str) -> "Array | Group":
-        """The member ``name`` ("t2m", or a path such as "pressure/u"); a KeyError for a name
-        that is not there lists the names that are, closest match first."""
+        """The member ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A member name (``"t2m"``) or a path below the group (``"pressure/u"``).
+
+        Returns
+        -------
+        Array or Group
+
+        Raises
+        ------
+        KeyError
+            No such member; the message lists the names that are there, closest match first.
+        """
         try:
             node = _wrap(self._h.open_member(name), self._executor)
         except NodeNotFoundError as e:
@@ -235,26 +372,71 @@ class Group(_Node):
         return f"{where}: {unknown_name('member', parts[0] if parts else name, group.keys())}"
 
     def members(self) -> list[tuple[str, "Array | Group"]]:
+        """Every member, opened.
+
+        Returns
+        -------
+        list of (str, Array or Group)
+            ``(name, member)`` pairs in the order of :meth:`keys`.
+        """
         return [(k, self[k]) for k in self.keys()]
 
     def arrays(self) -> list[tuple[str, "Array"]]:
+        """The members that are arrays.
+
+        Returns
+        -------
+        list of (str, Array)
+        """
         return [(k, v) for k, v in self.members() if isinstance(v, Array)]
 
     def groups(self) -> list[tuple[str, "Group"]]:
+        """The members that are groups.
+
+        Returns
+        -------
+        list of (str, Group)
+        """
         return [(k, v) for k, v in self.members() if isinstance(v, Group)]
 
     def __repr__(self) -> str:
         return f"<zarrflow.Group '{self.path or '/'}' v{self.zarr_format}>"
 
 
-class Array(_Node):
-    """A Zarr array. Index it like NumPy (``arr[0, 10:20, ::2]``) to read into a new ndarray."""
+class Array(_Node):  # numpydoc ignore=PR01
+    """A Zarr array. Index it like NumPy (``arr[0, 10:20, ::2]``) to read into a new ndarray.
+
+    Not made directly: :func:`open`, :func:`open_array` and indexing a :class:`Group` return
+    arrays. Reading decodes the chunks a selection touches in parallel, with the GIL released,
+    straight into the result. :meth:`read` reads a region into a buffer of yours (``out=``) or
+    into GPU memory (``device="cuda"``); :attr:`oindex` and :attr:`vindex` select orthogonally
+    and pointwise, as in zarr-python.
+
+    Attributes
+    ----------
+    snapshot_id : str or None
+        The Icechunk snapshot this array reads (its ref was resolved once, when it was opened);
+        None for other stores.
+    last_read_report : dict or None
+        The last GPU read's report: chunks decoded on the GPU and on the CPU, bytes moved,
+        fallbacks and their reasons, time spent per stage. None before the first GPU read.
+
+    Examples
+    --------
+    >>> t2m = zarrflow.open("wb2.zarr")["2m_temperature"]
+    >>> t2m.shape, t2m.dtype, t2m.chunks
+    ((8, 721, 1440), dtype('float32'), (1, 721, 1440))
+    >>> field = t2m[0, ::4, ::4]  # a NumPy array
+    >>> out = np.empty((2, 721, 1440), np.float32)
+    >>> t2m.read((slice(0, 2),), out=out)  # into a reused buffer
+    """
 
     last_read_report: dict | None = None
 
     # --- metadata -------------------------------------------------------------------------
     @cached_property
     def shape(self) -> tuple[int, ...]:
+        """The array's shape."""
         return tuple(self._h.shape)
 
     @cached_property
@@ -264,16 +446,28 @@ class Array(_Node):
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         return int(np.prod(self.shape, dtype=np.int64))
 
     def remote_stats(self, reset: bool = False) -> dict[str, int] | None:
-        """Transport counters of a remote store: requests, retries, bytes, requests in flight
-        (now and the maximum) and I/O threads; None for local stores. ``reset`` zeroes them
-        after reading."""
+        """Transport counters of a remote store.
+
+        Parameters
+        ----------
+        reset : bool, default False
+            Zero the counters after reading them.
+
+        Returns
+        -------
+        dict or None
+            Requests, retries, bytes, requests in flight (now and the maximum) and I/O threads;
+            None for local stores.
+        """
         stats = self._h.remote_stats()
         if reset:
             self._h.reset_remote_stats()
@@ -281,6 +475,7 @@ class Array(_Node):
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the whole array decoded (``size * dtype.itemsize``)."""
         return self.size * self.dtype.itemsize
 
     @cached_property
@@ -290,6 +485,7 @@ class Array(_Node):
 
     @cached_property
     def shards(self) -> tuple[int, ...] | None:
+        """Shape of a shard (the unit of storage) for sharded arrays, else None."""
         s = self._h.shards
         return None if s is None else tuple(s)
 
@@ -311,17 +507,27 @@ class Array(_Node):
 
     @property
     def codecs_description(self) -> str:
+        """The codec chain in one line, as ``zarrflow inspect`` prints it."""
         return self._h.codecs_description
 
     @cached_property
     def metadata(self) -> dict:
+        """The array's metadata document as stored (``zarr.json``, or v2 ``.zarray``)."""
         return json.loads(self._h.metadata_json)
 
     def info(self) -> dict:
-        """Stored chunks and bytes (lists the store)."""
+        """Stored chunks and bytes (lists the store).
+
+        Returns
+        -------
+        dict
+            ``chunks_total`` (the chunk grid's size), ``chunks_present`` (chunks stored) and
+            ``stored_bytes``.
+        """
         return self._h.storage_info()
 
     def __len__(self) -> int:
+        """The length of the first dimension (a TypeError for a 0-d array)."""
         if not self.shape:
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
@@ -334,20 +540,61 @@ class Array(_Node):
     def read(self, region: Sequence[slice] | slice | None = None, out: np.ndarray | None = None,
              *, device: str | None = None, stream: int | None = None, gpu_decode: str = "auto",
              io: str = "auto") -> "np.ndarray | _core.Tensor":
-        """Read a hyperslab (a tuple of slices, one per dimension; None = everything).
+        """Read a hyperslab into host memory, into ``out``, or into GPU memory.
 
-        Without ``device`` the result is a NumPy array (or ``out``, decoded into in place: any
-        strides, matching dtype and shape). With ``device="cuda"`` (or ``"cuda:N"``) the chunks'
-        compressed bytes go to the GPU and are decoded there; the result is a
-        :class:`zarrflow.Tensor` that ``torch.from_dlpack``, ``cupy.from_dlpack`` and
-        ``jax.dlpack.from_dlpack`` take without a copy (``device="cpu"`` gives one in host
-        memory). ``stream`` is the CUDA stream (an int handle) to order the read on; consumers'
-        streams wait on it through ``__dlpack__(stream=...)``. ``gpu_decode``: ``auto`` decodes
-        on the CPU what the GPU cannot (and says why once), ``on`` fails instead, ``off`` decodes
-        everything on the CPU. ``io``: ``auto``/``pinned`` read (buffered) into pinned host memory,
-        ``direct`` uses O_DIRECT instead, ``cufile`` reads uncompressed chunks with GPUDirect
-        Storage. The last GPU read's report
-        (chunks decoded where, bytes moved, fallbacks) is in :attr:`last_read_report`.
+        Parameters
+        ----------
+        region : slice or tuple of slice, optional
+            One slice per dimension (fewer: the rest whole; steps allowed, negative ones only
+            on the host). None reads everything. The region must lie inside the array.
+        out : numpy.ndarray, optional
+            Decode into this array in place: the region's shape, the array's dtype, any
+            strides. Host reads only.
+        device : str, optional
+            None: a NumPy array. ``"cuda"`` or ``"cuda:N"``: the chunks' compressed bytes go to
+            the GPU and are decoded there; the result is a :class:`zarrflow.Tensor` in GPU
+            memory. ``"cpu"``: a Tensor in host memory.
+        stream : int, optional
+            GPU reads: the CUDA stream (an integer handle) to order the read on; a consumer's
+            stream waits on it through ``__dlpack__(stream=...)``. Default: a stream of
+            zarrflow's, synchronised before returning.
+        gpu_decode : {"auto", "on", "off"}, default "auto"
+            GPU reads: ``"auto"`` decodes on the CPU what the GPU cannot (and says why, once),
+            ``"on"`` raises instead, ``"off"`` decodes everything on the CPU.
+        io : {"auto", "pinned", "direct", "cufile"}, default "auto"
+            GPU reads of local files: ``"auto"``/``"pinned"`` read (buffered) into pinned host
+            memory, ``"direct"`` uses O_DIRECT, ``"cufile"`` reads uncompressed chunks with
+            GPUDirect Storage.
+
+        Returns
+        -------
+        numpy.ndarray or Tensor
+            ``out`` when given; a new NumPy array without ``device``; a Tensor that
+            ``torch.from_dlpack``, ``cupy.from_dlpack`` and ``jax.dlpack.from_dlpack`` take
+            without a copy with ``device``. A GPU read's report (chunks decoded where, bytes
+            moved, fallbacks) is then in :attr:`last_read_report`.
+
+        Raises
+        ------
+        ZarrflowIndexError
+            The region reaches outside the array.
+        ValueError
+            ``out`` of the wrong shape or dtype, or read-only; ``out`` with ``device``; an
+            unknown ``gpu_decode`` or ``io``.
+        TypeError
+            An integer or array index (use ``arr[...]`` for those).
+        UnsupportedError
+            ``device`` given for a data type or codec the GPU path cannot read, or
+            ``gpu_decode="on"`` and a chunk the GPU cannot decode.
+        CorruptChunkError
+            A chunk's stored bytes cannot be decoded; the message names the array and chunk.
+
+        Examples
+        --------
+        >>> arr = zarrflow.open("era5.zarr")["data"]
+        >>> x = arr.read((slice(0, 2), slice(0, 3)))  # a NumPy array
+        >>> t = arr.read((slice(0, 2),), device="cuda")
+        >>> batch = torch.from_dlpack(t)  # no copy
         """
         if region is None:
             region = ()
@@ -380,8 +627,24 @@ class Array(_Node):
         return tensor
 
     def __getitem__(self, key: Any) -> np.ndarray:
-        """NumPy-style selection: integers, slices (any step), ``...``, ``None``, an integer
-        array or boolean mask (several arrays: as zarr-python). See :mod:`zarrflow._indexing`."""
+        """NumPy-style selection, read into a new NumPy array.
+
+        Parameters
+        ----------
+        key : int, slice, ellipsis, None, array-like, or a tuple of them
+            Integers, slices (any step), ``...``, ``None`` (a new axis), an integer array or a
+            boolean mask; several arrays combine as in zarr-python.
+
+        Returns
+        -------
+        numpy.ndarray
+            The selection, with the dimensions NumPy's indexing would give.
+
+        Raises
+        ------
+        IndexError
+            An index out of bounds, or too many indices.
+        """
         key = key if isinstance(key, tuple) else (key,)
         if not _is_basic(key):
             return _indexing.getitem(self, key)
@@ -405,6 +668,19 @@ class Array(_Node):
         return _indexing.VIndex(self)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The whole array, read (``np.asarray(arr)``).
+
+        Parameters
+        ----------
+        dtype : numpy.dtype, optional
+            Convert the result to this type.
+        copy : bool, optional
+            NumPy's ``copy`` argument; the result is always a new array.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         a = self.read()
         return a if dtype is None else a.astype(dtype, copy=False)
 

@@ -91,11 +91,23 @@ def _warn_if_several_installed() -> None:
 
 
 def build_info() -> dict:
-    """What this zarrflow is: ``distribution`` (zarrflow, zarrflow-cu12, zarrflow-cu13, or
-    'source' for a build from the repository), ``cuda_runtime`` (the CUDA runtime linked in,
-    e.g. '13.0'; None without CUDA), ``cuda_archs`` (the GPU architectures compiled in: SASS
-    ``NN-real``, PTX ``NN``), ``driver_cuda`` (the CUDA version the NVIDIA driver supports;
-    None without a driver) and ``cuda_status`` (why GPU reads are off, '' when on)."""
+    """Which build of zarrflow this is and what it found here.
+
+    Returns
+    -------
+    dict
+        ``distribution``: ``"zarrflow"`` (the CPU wheel), ``"zarrflow-cu12"``,
+        ``"zarrflow-cu13"``, or ``"source"`` for a build from the repository;
+        ``cuda_runtime``: the CUDA runtime linked in (``"13.0"``; None without CUDA);
+        ``cuda_archs``: the GPU code compiled in, as CMake lists it (``"80-real"``: SASS for
+        sm_80; ``"120"``: SASS and PTX); ``driver_cuda``: the CUDA version the NVIDIA driver
+        supports (None without a driver); ``cuda_status``: as :func:`cuda_status`.
+
+    Examples
+    --------
+    >>> zarrflow.build_info()["distribution"]
+    'zarrflow-cu13'
+    """
     cuda = _core.cuda_build_info()
     text = lambda v: f"{v // 1000}.{v % 1000 // 10}" if v else None  # noqa: E731
     return {
@@ -108,19 +120,46 @@ def build_info() -> dict:
 
 
 def cuda_available() -> bool:
-    """True when zarrflow was built with CUDA and a GPU is usable."""
+    """Whether GPU reads can run here.
+
+    Returns
+    -------
+    bool
+        True when zarrflow was built with CUDA and a driver and a GPU can be used;
+        :func:`cuda_status` says why not otherwise.
+
+    Examples
+    --------
+    >>> device = "cuda" if zarrflow.cuda_available() else "cpu"
+    """
     return _core.cuda_status() == ""
 
 
 def cuda_status() -> str:
-    """'' when GPU reads work, else why not: built without CUDA, no driver, a driver older than
-    the CUDA runtime zarrflow was built with, no GPU, or no kernel image for the GPU's
-    architecture (checked once per GPU by launching a probe kernel)."""
+    """Why GPU reads cannot run here.
+
+    Returns
+    -------
+    str
+        ``""`` when they can, else the reason: built without CUDA, no driver, a driver older
+        than the CUDA runtime zarrflow was built with, no GPU, or no kernel image for the GPU's
+        architecture (checked once per GPU by launching a probe kernel). ``zarrflow doctor``
+        prints it with the rest of the set-up.
+    """
     return _core.cuda_status()
 
 
 def nvcomp_status() -> str:
-    """'' when nvCOMP is loaded (zstd and deflate decode on the GPU), else why not."""
+    """Whether nvCOMP, which decodes zstd and deflate (gzip, zlib) on the GPU, is loaded.
+
+    nvCOMP is found in the ``nvidia-libnvcomp-cu13`` wheel, at ``ZARRFLOW_NVCOMP_LIBRARY`` or on
+    the system library path. Without it those codecs decode on the host threads.
+
+    Returns
+    -------
+    str
+        ``""`` when nvCOMP is loaded, else why not.
+    """
     configure()
     return _core.nvcomp_status()
 
@@ -144,20 +183,34 @@ def parse_device(device: str) -> tuple[str, int]:
 
 
 def memory_stats() -> dict:
-    """Bytes of GPU and pinned host memory zarrflow's pools hold: in use, peak, idle (cached),
-    budget, held from CUDA (in use and idle) now and at most (``*_held``, ``*_held_peak``:
-    ``device_held_peak`` never passes ``device_limit``); and how many device / pinned
-    allocations (``*_allocations``) and frees (``*_frees``) they made — a steady loader makes
-    none after its first batches."""
+    """GPU and pinned host memory held by zarrflow's pools.
+
+    Returns
+    -------
+    dict
+        Bytes in use, at the peak, idle (kept for reuse), the budget, and held from CUDA (in
+        use and idle) now and at most (``*_held``, ``*_held_peak``: ``device_held_peak`` never
+        passes ``device_limit``); and how many device and pinned allocations
+        (``*_allocations``) and frees (``*_frees``) the pools made (a steady loader makes none
+        after its first batches). Empty when zarrflow was built without CUDA.
+    """
     if not hasattr(_core, "pool_stats"):
         return {}
     return dict(_core.pool_stats())
 
 
 def release_memory() -> int:
-    """Give the GPU and pinned memory zarrflow keeps for reuse (idle, up to the peak working
-    set of its loaders and reads) back to the system, e.g. before another library needs it.
-    Returns the bytes freed. Memory still in use (live batches, chunk caches) stays."""
+    """Give the GPU and pinned memory zarrflow keeps for reuse back to the system.
+
+    The pools keep what their loaders and reads released, up to their peak working set, so
+    later batches allocate nothing; call this before another library needs that memory. Memory
+    still in use (live batches, chunk caches) stays.
+
+    Returns
+    -------
+    int
+        The bytes freed.
+    """
     if not hasattr(_core, "pool_trim"):
         return 0
     return int(_core.pool_trim())
@@ -192,13 +245,39 @@ def _parse_limit(limit, total: int) -> int:
 
 
 def set_gpu_memory_limit(limit, device: int = 0) -> int:
-    """Bound the GPU memory zarrflow holds — batches in flight, the GPU read's working buffers,
-    GPU chunk caches and idle buffers kept for reuse — so that a model has the rest.
+    """Bound the GPU memory zarrflow holds, so that a model has the rest.
 
-    ``limit``: a fraction of the GPU's memory (``0.4``, the default), bytes (``40e9``), a string
-    (``"40GB"``) or ``None`` (no limit). Loaders made afterwards fit their prefetch and workers
-    into it (and say so); a read that would pass it fails as out of memory. The default comes
-    from ``ZARRFLOW_GPU_MEMORY_LIMIT`` when set. Returns the limit in bytes (0 = none)."""
+    The limit covers batches in flight, the GPU read's working buffers, GPU chunk caches and
+    idle buffers kept for reuse. Loaders made afterwards fit their prefetch and workers into it
+    (and say so); a read that would pass it fails as out of memory. Without a call, the first
+    GPU :class:`~zarrflow.Loader` (or :func:`gpu_memory_limit`) applies
+    ``ZARRFLOW_GPU_MEMORY_LIMIT`` when set, else 40% of the GPU.
+
+    Parameters
+    ----------
+    limit : float, int, str or None
+        A fraction of the GPU's memory (``0.4``), bytes (``40e9``), a string (``"40GB"``,
+        ``"0.5"``, ``"none"``) or None (no limit).
+    device : int, default 0
+        The GPU whose size a fraction refers to.
+
+    Returns
+    -------
+    int
+        The limit in bytes (0: none).
+
+    Raises
+    ------
+    UnsupportedError
+        No GPU can be used here.
+    ValueError
+        A limit that is none of the above.
+
+    Examples
+    --------
+    >>> zarrflow.set_gpu_memory_limit("24GB")
+    24000000000
+    """
     global _limit_chosen
     if not cuda_available():
         from .errors import UnsupportedError
@@ -212,7 +291,19 @@ def set_gpu_memory_limit(limit, device: int = 0) -> int:
 
 
 def gpu_memory_limit(device: int = 0) -> int:
-    """zarrflow's GPU memory limit in bytes (0 = none), the default applied if none was set."""
+    """zarrflow's GPU memory limit (see :func:`set_gpu_memory_limit`).
+
+    Parameters
+    ----------
+    device : int, default 0
+        The GPU the default limit is applied for, when none was set yet (see
+        :func:`set_gpu_memory_limit`).
+
+    Returns
+    -------
+    int
+        The limit in bytes; 0 when there is none or no GPU can be used.
+    """
     ensure_memory_limit(device)
     return int(memory_stats().get("device_limit", 0))
 

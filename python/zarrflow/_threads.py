@@ -87,7 +87,26 @@ def default_executor() -> _core.Executor:
 
 
 def set_num_threads(n: int) -> None:
-    """Replace the default thread pool with one of ``n`` threads."""
+    """Replace the default thread pool with one of ``n`` threads.
+
+    Reads of nodes opened without ``threads=`` (and loaders without ``threads``) run on the
+    default pool. Its size otherwise comes from ``ZARRFLOW_NUM_THREADS``, else the CPUs this
+    process may run on, divided among the ranks on the node (``LOCAL_WORLD_SIZE``).
+
+    Parameters
+    ----------
+    n : int
+        Threads of the new pool.
+
+    Raises
+    ------
+    ValueError
+        ``n`` is below 1.
+
+    Examples
+    --------
+    >>> zarrflow.set_num_threads(8)
+    """
     global _default
     if n < 1:
         raise ValueError(f"need at least one thread, got {n}")

@@ -1,4 +1,4 @@
-"""PyTorch adapter: an IterableDataset over a zarrflow Loader.
+"""PyTorch adapter: an IterableDataset over a zarrflow Loader::
 
     ds = zarrflow.torch.Dataset("era5.zarr", ["2m_temperature", "u_component_of_wind@500"],
                                 batch_size=16)
@@ -50,6 +50,13 @@ class Dataset(torch.utils.data.IterableDataset):
         self.loader = Loader(dataset, variables, **kwargs)
 
     def __iter__(self) -> Iterator[dict]:
+        """One pass over the loader's batches (see :meth:`zarrflow.Loader.__iter__`).
+
+        Raises
+        ------
+        RuntimeError
+            Iterated in a ``DataLoader`` worker process (use ``num_workers=0``).
+        """
         info = torch.utils.data.get_worker_info()
         if info is not None and info.num_workers > 0:
             raise RuntimeError("zarrflow.torch.Dataset prefetches and decodes by itself: use "
@@ -61,17 +68,39 @@ class Dataset(torch.utils.data.IterableDataset):
         return len(self.loader)
 
     def set_epoch(self, epoch: int) -> None:
-        """See :meth:`zarrflow.Loader.set_epoch`."""
+        """Use epoch ``epoch``'s order from the next pass on (:meth:`zarrflow.Loader.set_epoch`).
+
+        Parameters
+        ----------
+        epoch : int
+            The epoch number.
+        """
         self.loader.set_epoch(epoch)
 
     def state_dict(self) -> dict:
-        """See :meth:`zarrflow.Loader.state_dict`."""
+        """Where the loader is (:meth:`zarrflow.Loader.state_dict`).
+
+        Returns
+        -------
+        dict
+        """
         return self.loader.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
-        """See :meth:`zarrflow.Loader.load_state_dict`."""
+        """Go on where ``state`` was saved (:meth:`zarrflow.Loader.load_state_dict`).
+
+        Parameters
+        ----------
+        state : dict
+            From :meth:`state_dict`.
+        """
         self.loader.load_state_dict(state)
 
     def stats(self) -> dict:
-        """See :meth:`zarrflow.Loader.stats`."""
+        """The loader's counters (:meth:`zarrflow.Loader.stats`).
+
+        Returns
+        -------
+        dict
+        """
         return self.loader.stats()

@@ -276,9 +276,19 @@ def _open_group(path: Any, group: str | None, consolidated: bool | None, zarr_fo
 
 
 class ZarrflowBackendEntrypoint(BackendEntrypoint):
-    """``xr.open_dataset(path, engine="zarrflow", ...)``: the keyword arguments of
-    ``engine="zarr"`` plus ``device`` ("cuda" for CuPy data decoded on the GPU), and ``ref`` /
-    ``virtual_chunk_containers`` for Icechunk repositories and Kerchunk reference sets."""
+    """The ``zarrflow`` xarray engine: ``xr.open_dataset(path, engine="zarrflow", ...)``.
+
+    Registered under the ``xarray.backends`` entry point when zarrflow is installed; xarray
+    makes it, users pass its keyword arguments to ``xr.open_dataset`` (see
+    :meth:`open_dataset`).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.open_dataset("wb2.zarr", engine="zarrflow")
+    >>> t2m = ds["2m_temperature"].isel(time=0).values        # read by zarrflow's threads
+    >>> gpu = xr.open_dataset("wb2.zarr", engine="zarrflow", device="cuda")  # CuPy data
+    """
 
     description = "Read Zarr v2/v3 stores with zarrflow (parallel C++ reader; GPU decode with device='cuda')"
     url = "https://github.com/zarrflow/zarrflow"
@@ -289,6 +299,17 @@ class ZarrflowBackendEntrypoint(BackendEntrypoint):
         "ref", "virtual_chunk_containers")
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
+        """Whether xarray may pick this engine without ``engine=``: paths ending in ``.zarr``.
+
+        Parameters
+        ----------
+        filename_or_obj : str or os.PathLike
+            What was passed to ``xr.open_dataset``.
+
+        Returns
+        -------
+        bool
+        """
         try:
             p = os.fspath(filename_or_obj)
         except TypeError:
@@ -304,6 +325,65 @@ class ZarrflowBackendEntrypoint(BackendEntrypoint):
                      use_zarr_fill_value_as_mask: bool | None = None,
                      device: str | None = None, ref: str | None = None,
                      virtual_chunk_containers: Any = None) -> Any:
+        """Open a Zarr group as an ``xarray.Dataset`` whose variables zarrflow reads lazily.
+
+        The keyword arguments of ``engine="zarr"`` mean what they mean there, and values are
+        CF-decoded by xarray exactly as for ``engine="zarr"``; ``device``, ``ref`` and
+        ``virtual_chunk_containers`` are zarrflow's.
+
+        Parameters
+        ----------
+        filename_or_obj : str or os.PathLike
+            The store: a local path or a URL (``s3://``, ``gs://``, ``http(s)://``), an Icechunk
+            repository or a Kerchunk reference set, as :func:`zarrflow.open` takes it.
+        mask_and_scale : bool, default True
+            Mask fill values and apply ``scale_factor`` / ``add_offset`` (xarray's decoding).
+        decode_times : bool, default True
+            Decode CF times (cftime where a calendar needs it).
+        concat_characters : bool, default True
+            Join character arrays into strings.
+        decode_coords : bool or {"coordinates", "all"}, default True
+            Turn the ``coordinates`` attribute's variables into coordinates.
+        drop_variables : str or list of str, optional
+            Variables not to open.
+        use_cftime : bool, optional
+            As in ``xr.open_dataset``.
+        decode_timedelta : bool, optional
+            As in ``xr.open_dataset``.
+        group : str, optional
+            The path of the group to open inside the store.
+        consolidated : bool, optional
+            None: consolidated metadata when the group has some; True: required; False: list
+            the store.
+        storage_options : dict, optional
+            Remote stores' options, as :func:`zarrflow.open` takes them.
+        zarr_format : {2, 3}, optional
+            Read only this Zarr version. Default: detect it.
+        use_zarr_fill_value_as_mask : bool, optional
+            Mask an array's Zarr ``fill_value``. Default: yes for Zarr v2 (where xarray stores
+            ``_FillValue`` there), no for Zarr v3.
+        device : str, optional
+            None: NumPy data read by zarrflow's host threads. ``"cuda"`` or ``"cuda:N"``:
+            numeric data variables are CuPy arrays decoded on the GPU (needs CuPy); dimension
+            coordinates, times and text stay on the host.
+        ref : str, optional
+            Icechunk repositories: the branch, tag or snapshot id to read.
+        virtual_chunk_containers : dict or list of str, optional
+            The URL prefixes virtual chunks may be read from, as for :func:`zarrflow.open`.
+
+        Returns
+        -------
+        xarray.Dataset
+
+        Raises
+        ------
+        NodeNotFoundError
+            No group at the path (an array is refused too).
+        UnsupportedError
+            ``device`` given where no GPU or no CuPy can be used, or for a variable xarray
+            would mask with NumPy (a non-NaN ``_FillValue`` or ``missing_value``: pass
+            ``mask_and_scale=False``).
+        """
         from xarray.backends.store import StoreBackendEntrypoint
 
         device = _check_device(device)

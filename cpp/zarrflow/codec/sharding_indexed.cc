@@ -15,9 +15,9 @@
 #include "zarrflow/codec/builtin.h"
 #include "zarrflow/codec/codec_chain.h"
 #include "zarrflow/codec/json_config.h"
+#include "zarrflow/codec/leaf_reads.h"
 #include "zarrflow/codec/shard_index_cache.h"
 #include "zarrflow/codec/sharding_indexed.h"
-#include "zarrflow/store/range_coalescer.h"
 
 namespace zarrflow {
 namespace {
@@ -107,36 +107,15 @@ class ShardingCodec final : public ArrayToBytesCodec {
     for (const auto& f : fills) fill_strided(f, spec.fill_value.data(), spec.dtype.size);
     std::sort(items.begin(), items.end(),
               [](const LeafRead& a, const LeafRead& b) { return a.range.offset < b.range.offset; });
-    // Nested shards are read through windows (their own index first); the rest is coalesced
-    // into groups read by one request each.
-    if (inner_.supports_partial_read()) {
-      return parallel_for(ctx.pool, items.size(), [&](std::size_t i) -> Status {
-        const LeafRead& it = items[i];
-        WindowReader window(reader, it.range.offset, it.range.length);
-        bool inner_found = true;
-        return inner_.partial_decode_into(window, it.sel, it.dest, ctx, inner_found)
-            .annotate(it.where());
-      });
-    }
-    std::vector<ByteRange> ranges;
-    ranges.reserve(items.size());
-    for (const auto& it : items) ranges.push_back(it.range);
-    const std::vector<MergedRange> groups = coalesce_ranges(ranges, ctx.coalesce);
-    return parallel_for(ctx.pool, groups.size(), [&](std::size_t gi) -> Status {
-      const MergedRange& g = groups[gi];
-      const ByteRange whole = ByteRange::of(g.offset, g.length);
-      ZF_ASSIGN_OR_RETURN(auto parts, reader.read({&whole, 1}));
-      if (!parts) return corrupt_data("shard disappeared while it was being read");
-      const ConstByteSpan bytes = (*parts)[0].span();
-      for (std::size_t i : g.parts) {
-        const LeafRead& it = items[i];
-        ZF_RETURN_IF_ERROR_CTX(
-            inner_.decode_into(bytes.subspan(it.range.offset - g.offset, it.range.length), it.sel,
-                               it.dest, ctx),
-            it.where());
-      }
-      return {};
-    });
+    return read_leaves(
+        reader, items, ctx,
+        [&](const LeafRead& it, const ByteReader& window) {
+          bool inner_found = true;
+          return inner_.partial_decode_into(window, it.sel, it.dest, ctx, inner_found);
+        },
+        [&](const LeafRead& it, ConstByteSpan stored) {
+          return inner_.decode_into(stored, it.sel, it.dest, ctx);
+        });
   }
 
  private:

@@ -10,26 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "zarrflow/codec/registry.h"
+#include "zarrflow/codec/vlen_test_util.h"
 
 namespace zarrflow {
 namespace {
 
-using Bytes = std::vector<std::byte>;
-
-void put_u32(Bytes& b, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-}
-
-// numcodecs' encoding of `items`.
-Bytes encode(const std::vector<std::string>& items) {
-  Bytes b;
-  put_u32(b, static_cast<std::uint32_t>(items.size()));
-  for (const auto& s : items) {
-    put_u32(b, static_cast<std::uint32_t>(s.size()));
-    for (char c : s) b.push_back(static_cast<std::byte>(c));
-  }
-  return b;
-}
+using vlen_test::Bytes;
+using vlen_test::encode;
+using vlen_test::put_u32;
 
 std::shared_ptr<const VlenCodec> make(const CodecRegistry& reg, const char* name, DTypeKind kind,
                                       const nlohmann::json& cfg = nlohmann::json::object()) {

@@ -352,6 +352,15 @@ def text_seeds(s: Seeds) -> None:
         s.add("http_headers_fuzzer", h.encode())
 
 
+def icechunk_seeds(s: Seeds) -> None:
+    """Snapshot (mode 0) and manifest (mode 1) files of the spec-2 golden repository that
+    icechunk itself wrote (tests/data/icechunk_v2), whole files: header, zstd payload."""
+    repo = pathlib.Path(__file__).resolve().parents[3] / "tests/data/icechunk_v2/repo"
+    for mode, folder in ((0, "snapshots"), (1, "manifests")):
+        for f in sorted((repo / folder).iterdir()):
+            s.add("icechunk_fuzzer", bytes([mode]) + f.read_bytes())
+
+
 def main() -> None:
     out = pathlib.Path(sys.argv[1])
     s = Seeds(out)
@@ -362,6 +371,7 @@ def main() -> None:
     shard_seeds(s)
     gpu_seeds(s)
     text_seeds(s)
+    icechunk_seeds(s)
     for target, n in sorted(s.count.items()):
         print(f"{target}: {n} seeds")
 

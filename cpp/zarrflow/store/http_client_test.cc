@@ -1,108 +1,24 @@
 // HttpClient and HttpStore against misbehaving servers: bodies bounded by what was asked (not by
 // Content-Length), servers that ignore Range, endless bodies, header floods, and the total
-// deadline. A canned loopback server writes exactly the bytes each test wants; tests against
-// full servers (faults on a schedule, moto S3) are in tests/test_remote.py.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+// deadline. A loopback server (loopback_server_test_util.h) writes exactly the bytes each test
+// wants; tests against full servers (faults on a schedule, moto S3) are in tests/test_remote.py.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <functional>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "zarrflow/store/http_client.h"
 #include "zarrflow/store/http_store.h"
+#include "zarrflow/store/loopback_server_test_util.h"
 
 namespace zarrflow {
 namespace {
 
-// Sends all of `data`; false once the client has gone.
-bool send_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
-// A loopback HTTP server that hands every request's head to `respond`, which writes the answer
-// to the socket; the connection closes afterwards. Each connection has its own thread, so a
-// responder may write forever: it stops when the client hangs up or the server is destroyed.
-class CannedServer {
- public:
-  using Respond = std::function<void(const std::string& request, int fd, const CannedServer&)>;
-
-  explicit CannedServer(Respond respond) : respond_(std::move(respond)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::listen(listen_fd_, 64), 0);
-    socklen_t len = sizeof addr;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    acceptor_ = std::thread([this] { accept_loop(); });
-  }
-
-  ~CannedServer() {
-    stop_ = true;
-    acceptor_.join();
-    std::lock_guard lock(mu_);
-    for (std::thread& t : connections_) t.join();
-    ::close(listen_fd_);
-  }
-
-  [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  [[nodiscard]] bool stopping() const { return stop_; }
-  [[nodiscard]] int requests() const { return requests_; }
-
- private:
-  void accept_loop() {
-    while (!stop_) {
-      pollfd p{listen_fd_, POLLIN, 0};
-      if (::poll(&p, 1, 20) <= 0) continue;
-      const int fd = ::accept(listen_fd_, nullptr, nullptr);
-      if (fd < 0) continue;
-      std::lock_guard lock(mu_);
-      connections_.emplace_back([this, fd] { serve(fd); });
-    }
-  }
-
-  void serve(int fd) {
-    std::string head;
-    char buf[4096];
-    while (head.find("\r\n\r\n") == std::string::npos) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      head.append(buf, static_cast<std::size_t>(n));
-    }
-    ++requests_;
-    respond_(head, fd, *this);
-    ::shutdown(fd, SHUT_RDWR);
-    ::close(fd);
-  }
-
-  Respond respond_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> requests_{0};
-  std::thread acceptor_;
-  std::mutex mu_;
-  std::vector<std::thread> connections_;
-};
+using http_test::LoopbackServer;
+using http_test::send_all;
 
 // Writes `head` and then zero bytes until the client hangs up.
-void endless(int fd, const std::string& head, const CannedServer& srv) {
+void endless(int fd, const std::string& head, const LoopbackServer& srv) {
   if (!send_all(fd, head)) return;
   const std::string zeros(64 << 10, '\0');
   while (!srv.stopping() && send_all(fd, zeros)) {
@@ -116,8 +32,8 @@ std::string pattern(std::size_t n) {
 }
 
 // Answers every request with 200 and the whole of `body`, Range or not (python -m http.server).
-CannedServer::Respond ignoring_range(std::string body, bool with_length) {
-  return [body = std::move(body), with_length](const std::string&, int fd, const CannedServer&) {
+LoopbackServer::Respond ignoring_range(std::string body, bool with_length) {
+  return [body = std::move(body), with_length](const std::string&, int fd, const LoopbackServer&) {
     std::string head = "HTTP/1.1 200 OK\r\nConnection: close\r\n";
     if (with_length) head += "Content-Length: " + std::to_string(body.size()) + "\r\n";
     if (!send_all(fd, head + "\r\n")) return;
@@ -126,7 +42,7 @@ CannedServer::Respond ignoring_range(std::string body, bool with_length) {
   };
 }
 
-std::shared_ptr<HttpStore> store_at(const CannedServer& srv, std::string extra = "") {
+std::shared_ptr<HttpStore> store_at(const LoopbackServer& srv, std::string extra = "") {
   auto s =
       HttpStore::open_json(R"({"kind": "http", "endpoint": ")" + srv.url() +
                            R"(/data", "max_attempts": 2, "backoff_base": 0.001)" + extra + "}");
@@ -145,7 +61,7 @@ void expect_error(const Status& s, ErrorCode code, std::initializer_list<std::st
 }
 
 TEST(HttpClientBounds, AbsurdContentLengthFailsBeforeAnyAllocation) {
-  CannedServer srv([](const std::string&, int fd, const CannedServer&) {
+  LoopbackServer srv([](const std::string&, int fd, const LoopbackServer&) {
     send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1000000000000000\r\n\r\nabc");
   });
   auto store = store_at(srv);
@@ -157,7 +73,7 @@ TEST(HttpClientBounds, AbsurdContentLengthFailsBeforeAnyAllocation) {
 }
 
 TEST(HttpClientBounds, EndlessBodiesStopAtTheirBound) {
-  CannedServer srv([](const std::string& req, int fd, const CannedServer& s) {
+  LoopbackServer srv([](const std::string& req, int fd, const LoopbackServer& s) {
     if (req.find("Range: bytes=-") != std::string::npos)
       endless(fd, "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 999-1998/1999\r\n\r\n", s);
     else
@@ -174,7 +90,7 @@ TEST(HttpClientBounds, EndlessBodiesStopAtTheirBound) {
 
 TEST(HttpClientBounds, BodiesGrowAsBytesArrive) {
   const std::string body = pattern(3 << 20);
-  CannedServer srv(ignoring_range(body, /*with_length=*/false));
+  LoopbackServer srv(ignoring_range(body, /*with_length=*/false));
   auto store = store_at(srv);
   auto got = store->get("c/0");
   ASSERT_TRUE(got.ok()) << got.status().to_string();
@@ -184,7 +100,7 @@ TEST(HttpClientBounds, BodiesGrowAsBytesArrive) {
 TEST(HttpClientIgnoredRange, WindowsAreTrimmedFromTheWholeValue) {
   const std::string body = pattern(200000);
   for (bool with_length : {true, false}) {
-    CannedServer srv(ignoring_range(body, with_length));
+    LoopbackServer srv(ignoring_range(body, with_length));
     auto store = store_at(srv);
     const std::vector<ByteRange> ranges = {ByteRange::of(5, 10), ByteRange::of(150000, 4000),
                                            ByteRange::last(7)};
@@ -208,7 +124,7 @@ TEST(HttpClientIgnoredRange, WindowsAreTrimmedFromTheWholeValue) {
 TEST(HttpClientIgnoredRange, SuffixRangesKeepTheLastBytes) {
   const std::string body = pattern(1 << 20);
   for (bool with_length : {true, false}) {
-    CannedServer srv(ignoring_range(body, with_length));
+    LoopbackServer srv(ignoring_range(body, with_length));
     auto store = store_at(srv);
     for (std::uint64_t n : {1u, 16u, 999u, 1000u, 1001u, 65536u}) {
       auto tail = store->get_tail("shard", n);
@@ -225,7 +141,7 @@ TEST(HttpClientIgnoredRange, SuffixRangesKeepTheLastBytes) {
 TEST(HttpClientIgnoredRange, SuffixRangeOfAValueOverTheBoundIsRefused) {
   const std::string body = pattern(1 << 20);
   for (bool with_length : {true, false}) {
-    CannedServer srv(ignoring_range(body, with_length));
+    LoopbackServer srv(ignoring_range(body, with_length));
     auto store = store_at(srv, R"(, "max_object_bytes": 100000)");
     expect_error(store->get_tail("shard", 100).status(), ErrorCode::kIoError,
                  {"/data/shard (last 100 bytes)", "ignored the Range header", "100000 bytes",
@@ -234,7 +150,7 @@ TEST(HttpClientIgnoredRange, SuffixRangeOfAValueOverTheBoundIsRefused) {
 }
 
 TEST(HttpClientMisbehaviour, ShiftedAndOverlongRanges) {
-  CannedServer srv([](const std::string& req, int fd, const CannedServer&) {
+  LoopbackServer srv([](const std::string& req, int fd, const LoopbackServer&) {
     if (req.find("/late") != std::string::npos)  // starts after the asked offset: refused
       send_all(fd,
                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 11-20/100\r\n"
@@ -261,7 +177,7 @@ TEST(HttpClientMisbehaviour, ShiftedAndOverlongRanges) {
 }
 
 TEST(HttpClientMisbehaviour, EndlessErrorBodiesAndHeaders) {
-  CannedServer srv([](const std::string& req, int fd, const CannedServer& s) {
+  LoopbackServer srv([](const std::string& req, int fd, const LoopbackServer& s) {
     if (req.find("/headers") != std::string::npos) {
       if (!send_all(fd, "HTTP/1.1 200 OK\r\n")) return;
       while (!s.stopping() && send_all(fd, "X-Filler: " + std::string(1000, 'x') + "\r\n")) {
@@ -292,7 +208,7 @@ TEST(HttpClientMisbehaviour, GarbageHeaders) {
       "HTTP/1.1 200\r\nContent-Length: 10\r\nContent-Length: 20\r\n",
   };
   for (const std::string& head : heads) {
-    CannedServer srv([&head](const std::string&, int fd, const CannedServer&) {
+    LoopbackServer srv([&head](const std::string&, int fd, const LoopbackServer&) {
       send_all(fd, head + "\r\n0123456789");
     });
     auto store = store_at(srv, R"(, "backoff_max": 0.01)");
@@ -311,7 +227,7 @@ TEST(HttpClientMisbehaviour, GarbageHeaders) {
 // The deadline leaves room for the first answer even on a loaded machine (the message must name
 // the server's last status, so at least one 503 has to arrive before it).
 TEST(HttpClientDeadline, RetriesEndAtTheTotalTimeout) {
-  CannedServer srv([](const std::string&, int fd, const CannedServer&) {
+  LoopbackServer srv([](const std::string&, int fd, const LoopbackServer&) {
     send_all(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
   });
   auto s = HttpStore::open_json(R"({"kind": "http", "endpoint": ")" + srv.url() +
@@ -324,7 +240,7 @@ TEST(HttpClientDeadline, RetriesEndAtTheTotalTimeout) {
 }
 
 TEST(HttpStoreListing, RepeatedTokensAndHugePagesEndTheListing) {
-  CannedServer srv([](const std::string& req, int fd, const CannedServer& s) {
+  LoopbackServer srv([](const std::string& req, int fd, const LoopbackServer& s) {
     if (req.find("prefix=huge") != std::string::npos) {
       endless(fd, "HTTP/1.1 200 OK\r\n\r\n<ListBucketResult>", s);
       return;

@@ -4,20 +4,14 @@
 // past the end, the whole value for a suffix longer than it), HEAD, 404 NoSuchKey, and
 // ListObjectsV2 with prefix, delimiter and continuation tokens (three entries a page, so every
 // listing pages).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <cctype>
-#include <mutex>
+#include <map>
 #include <optional>
 #include <set>
 #include <string_view>
 
 #include "zarrflow/store/http_store.h"
+#include "zarrflow/store/loopback_server_test_util.h"
 #include "zarrflow/store/store_conformance_test.h"
 
 namespace zarrflow::conformance {
@@ -81,66 +75,27 @@ Reply s3_error(int status, std::string reason, std::string code) {
 class ObjectServer {
  public:
   ObjectServer(std::string bucket, std::map<std::string, std::string> objects)
-      : bucket_(std::move(bucket)), objects_(std::move(objects)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::listen(listen_fd_, 128), 0);
-    socklen_t len = sizeof addr;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    acceptor_ = std::thread([this] { accept_loop(); });
-  }
-  ~ObjectServer() {
-    stop_ = true;
-    acceptor_.join();
-    std::lock_guard lock(mu_);
-    for (std::thread& t : connections_) t.join();
-    ::close(listen_fd_);
-  }
+      : bucket_(std::move(bucket)),
+        objects_(std::move(objects)),
+        server_([this](const std::string& head, int fd, const http_test::LoopbackServer&) {
+          http_test::send_all(fd, render(respond(head)));
+        }) {}
   ObjectServer(const ObjectServer&) = delete;
   ObjectServer& operator=(const ObjectServer&) = delete;
 
-  [[nodiscard]] std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  [[nodiscard]] std::string endpoint() const { return server_.url(); }
 
  private:
   static constexpr std::size_t kPageEntries = 3;
 
-  void accept_loop() {
-    while (!stop_) {
-      pollfd p{listen_fd_, POLLIN, 0};
-      if (::poll(&p, 1, 20) <= 0) continue;
-      const int fd = ::accept(listen_fd_, nullptr, nullptr);
-      if (fd < 0) continue;
-      std::lock_guard lock(mu_);
-      connections_.emplace_back([this, fd] { serve(fd); });
-    }
-  }
-
-  void serve(int fd) {
-    std::string head;
-    char buf[4096];
-    while (head.find("\r\n\r\n") == std::string::npos) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      head.append(buf, static_cast<std::size_t>(n));
-    }
-    const Reply r = respond(head);
+  static std::string render(const Reply& r) {
     std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + r.reason +
                       "\r\nConnection: close\r\nContent-Length: " + std::to_string(r.body.size()) +
                       "\r\n";
     for (const std::string& h : r.headers) out += h + "\r\n";
     out += "\r\n";
     if (!r.head) out += r.body;
-    for (std::string_view rest = out; !rest.empty();) {
-      const ssize_t n = ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
-      if (n <= 0) break;
-      rest.remove_prefix(static_cast<std::size_t>(n));
-    }
-    ::shutdown(fd, SHUT_RDWR);
-    ::close(fd);
+    return out;
   }
 
   static std::optional<std::string> header(const std::string& head, std::string_view name) {
@@ -262,12 +217,7 @@ class ObjectServer {
 
   std::string bucket_;
   std::map<std::string, std::string> objects_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread acceptor_;
-  std::mutex mu_;
-  std::vector<std::thread> connections_;
+  http_test::LoopbackServer server_;  // last: it stops before the objects go
 };
 
 constexpr const char* kBucket = "conformance";

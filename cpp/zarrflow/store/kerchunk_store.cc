@@ -333,7 +333,13 @@ class KerchunkParser {
           }
         }
       } else if (d.is_object() && d.contains("stop")) {
-        auto get = [&](const char* f, std::int64_t dflt) -> Result<std::int64_t> {
+        // Named copies: a lambda may not capture structured bindings (C++20 allows it, clang 14
+        // does not).
+        const nlohmann::json& range = d;
+        const std::string& dim = name;
+        auto get = [&range, &dim](const char* f, std::int64_t dflt) -> Result<std::int64_t> {
+          const auto& d = range;
+          const auto& name = dim;
           if (!d.contains(f)) return dflt;
           if (!d.at(f).is_number_integer())
             return invalid_metadata("dimension '" + name + "': '" + f + "' is not an integer");

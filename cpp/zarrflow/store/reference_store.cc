@@ -14,24 +14,29 @@ ChunkReference ChunkReference::of_inline(ConstByteSpan bytes, std::shared_ptr<co
   return r;
 }
 
-ChunkReference ChunkReference::of_key(std::string key, std::uint64_t offset,
-                                      std::optional<std::uint64_t> length) {
+namespace {
+
+// A reference to bytes [offset, offset + length) of `target` (a key or a location).
+ChunkReference ranged(ChunkReference::Kind kind, std::string target, std::uint64_t offset,
+                      std::optional<std::uint64_t> length) {
   ChunkReference r;
-  r.kind = Kind::kKey;
-  r.target = std::move(key);
+  r.kind = kind;
+  r.target = std::move(target);
   r.offset = offset;
   r.length = length;
   return r;
 }
 
+}  // namespace
+
+ChunkReference ChunkReference::of_key(std::string key, std::uint64_t offset,
+                                      std::optional<std::uint64_t> length) {
+  return ranged(Kind::kKey, std::move(key), offset, length);
+}
+
 ChunkReference ChunkReference::of_location(std::string url, std::uint64_t offset,
                                            std::optional<std::uint64_t> length) {
-  ChunkReference r;
-  r.kind = Kind::kLocation;
-  r.target = std::move(url);
-  r.offset = offset;
-  r.length = length;
-  return r;
+  return ranged(Kind::kLocation, std::move(url), offset, length);
 }
 
 std::string ChunkReference::describe() const {

@@ -7,8 +7,8 @@
 
 #include "zarrflow/core/buffer.h"
 
+#include "zarrflow/codec/leaf_reads.h"
 #include "zarrflow/codec/vlen.h"
-#include "zarrflow/store/range_coalescer.h"
 
 namespace zarrflow {
 namespace {
@@ -155,33 +155,15 @@ class VlenReader {
     std::vector<StridedView> fills;  // empty inner chunks: their slots keep the fill value
     ZF_RETURN_IF_ERROR(a2b.plan_partial_read(reader, spec, s, d, ctx_, reads, fills, found));
     if (!found || reads.empty()) return {};
-    if (reads.front().chain->supports_partial_read()) {  // nested shards: through windows
-      return parallel_for(ctx_.pool, reads.size(), [&](std::size_t i) -> Status {
-        const LeafRead& it = reads[i];
-        WindowReader window(reader, it.range.offset, it.range.length);
-        bool inner_found = true;
-        return read_partial(*it.chain, window, it.sel, it.dest, inner_found).annotate(it.where());
-      });
-    }
-    std::vector<ByteRange> ranges;
-    ranges.reserve(reads.size());
-    for (const auto& it : reads) ranges.push_back(it.range);
-    const std::vector<MergedRange> groups = coalesce_ranges(ranges, ctx_.coalesce);
-    return parallel_for(ctx_.pool, groups.size(), [&](std::size_t gi) -> Status {
-      const MergedRange& g = groups[gi];
-      const ByteRange whole = ByteRange::of(g.offset, g.length);
-      ZF_ASSIGN_OR_RETURN(auto parts, reader.read({&whole, 1}));
-      if (!parts) return corrupt_data("shard disappeared while it was being read");
-      const ConstByteSpan bytes = (*parts)[0].span();
-      for (std::size_t i : g.parts) {
-        const LeafRead& it = reads[i];
-        ZF_RETURN_IF_ERROR_CTX(
-            decode(*it.chain, bytes.subspan(it.range.offset - g.offset, it.range.length), it.sel,
-                   it.dest, reader.describe()),
-            it.where());
-      }
-      return {};
-    });
+    return read_leaves(
+        reader, reads, ctx_,
+        [&](const LeafRead& it, const ByteReader& window) {
+          bool inner_found = true;
+          return read_partial(*it.chain, window, it.sel, it.dest, inner_found);
+        },
+        [&](const LeafRead& it, ConstByteSpan stored) {
+          return decode(*it.chain, stored, it.sel, it.dest, reader.describe());
+        });
   }
 
   const DecodeContext& ctx_;

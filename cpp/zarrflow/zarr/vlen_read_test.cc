@@ -6,32 +6,17 @@
 
 #include <string>
 
+#include "zarrflow/codec/vlen_test_util.h"
 #include "zarrflow/store/memory_store.h"
 #include "zarrflow/zarr/hierarchy.h"
 
 namespace zarrflow {
 namespace {
 
-using Bytes = std::vector<std::byte>;
+using vlen_test::Bytes;
+using vlen_test::encode;
+using vlen_test::put_u64;
 using Strings = std::vector<std::string>;
-
-void put_u32(Bytes& b, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-}
-void put_u64(Bytes& b, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) b.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
-}
-
-// numcodecs' vlen encoding of `items`.
-Bytes encode(const Strings& items) {
-  Bytes b;
-  put_u32(b, static_cast<std::uint32_t>(items.size()));
-  for (const auto& s : items) {
-    put_u32(b, static_cast<std::uint32_t>(s.size()));
-    for (char c : s) b.push_back(static_cast<std::byte>(c));
-  }
-  return b;
-}
 
 std::shared_ptr<Array> open_array(std::shared_ptr<Store> store, const std::string& path) {
   auto node = open_node(std::move(store), path);

@@ -111,8 +111,8 @@ class Loader:
     Yields
     ------
     dict
-        ``"x"``: (batch, channels, *grid) with layout ``"BCHW"``, (batch, input_steps,
-        channels, *grid) with ``"BTCHW"``; ``"y"`` the targets likewise (absent with
+        ``"x"``: ``(batch, channels, *grid)`` with layout ``"BCHW"``, ``(batch, input_steps,
+        channels, *grid)`` with ``"BTCHW"``; ``"y"`` the targets likewise (absent with
         ``target_steps=0``); ``"time"``: each sample's time index ``t`` (NumPy int64);
         ``"origin"``: each sample's spatial origin in the array (NumPy int64, (batch, dims)).
         Values are CF-decoded as ``xr.open_dataset(engine="zarr")`` decodes them (masked values
@@ -381,6 +381,7 @@ class Loader:
         Parameters
         ----------
         epoch : int, optional
+            The epoch whose order to give; default :attr:`epoch`.
 
         Returns
         -------

@@ -49,8 +49,8 @@ class LoaderOptions:
     dtype : {"float32", "bfloat16", "float16"}, default "float32"
         Element type of the batches. Values are decoded and normalised in float32, then cast.
     layout : {"auto", "BCHW", "BTCHW"}, default "auto"
-        ``"BTCHW"``: ``x`` is (batch, input_steps, channels, *grid) and ``y`` (batch,
-        target_steps, channels, *grid). ``"BCHW"`` leaves out the time axis and needs one input
+        ``"BTCHW"``: ``x`` is ``(batch, input_steps, channels, *grid)`` and ``y``
+        ``(batch, target_steps, channels, *grid)``. ``"BCHW"`` leaves out the time axis and needs one input
         and at most one target step. ``"auto"``: ``"BCHW"`` when that holds, else ``"BTCHW"``.
     prefetch : int, default 2
         Batches made ahead of the consumer.
@@ -89,6 +89,11 @@ class LoaderOptions:
         validation or checkpointing hides the next epoch's start. The next epoch is guessed
         (the next one if ``set_epoch`` was called before this pass, else the same one); a wrong
         guess costs reads, never different batches.
+
+    Raises
+    ------
+    LoaderError
+        A value outside its choices or range (the message names the setting).
 
     Examples
     --------
@@ -142,11 +147,21 @@ class LoaderOptions:
 
     @classmethod
     def fields(cls) -> tuple[str, ...]:
-        """The names of the settings."""
+        """The names of the settings.
+
+        Returns
+        -------
+        tuple of str
+        """
         return tuple(f.name for f in dataclasses.fields(cls))
 
     def resolve_device(self) -> tuple[str, int]:
         """(kind, index) of the device batches go to: ``"auto"`` resolved on this machine.
+
+        Returns
+        -------
+        tuple of (str, int)
+            ``("cpu", 0)`` or ``("cuda", device index)``.
 
         Raises
         ------
@@ -171,6 +186,16 @@ class LoaderOptions:
 
     def resolve_output(self, on_gpu: bool) -> str:
         """The batch type ``"auto"`` stands for here; checks that its package is installed.
+
+        Parameters
+        ----------
+        on_gpu : bool
+            Whether batches are made in GPU memory.
+
+        Returns
+        -------
+        str
+            One of ``"torch"``, ``"cupy"``, ``"jax"``, ``"numpy"``, ``"zarrflow"``.
 
         Raises
         ------
@@ -197,7 +222,23 @@ class LoaderOptions:
         return output
 
     def resolve_layout(self, input_steps: int, target_steps: int) -> str:
-        """The layout ``"auto"`` stands for with these time steps; checks ``"BCHW"`` fits."""
+        """The layout ``"auto"`` stands for with these time steps; checks ``"BCHW"`` fits.
+
+        Parameters
+        ----------
+        input_steps, target_steps : int
+            The dataset spec's time steps of ``x`` and ``y``.
+
+        Returns
+        -------
+        str
+            ``"BCHW"`` or ``"BTCHW"``.
+
+        Raises
+        ------
+        LoaderError
+            ``layout="BCHW"`` with more than one input or target step.
+        """
         one_step = input_steps == 1 and target_steps <= 1
         if self.layout == "auto":
             return "BCHW" if one_step else "BTCHW"

@@ -110,6 +110,12 @@ class Sampler:
     epoch : int
         The epoch :meth:`indices` and iteration use (see :meth:`set_epoch`).
 
+    Raises
+    ------
+    LoaderError
+        An unknown ``shuffle``, ``block`` or ``buffer`` below 1, or a rank outside
+        ``[0, world_size)``.
+
     Examples
     --------
     >>> sampler = zarrflow.Sampler(10, shuffle=False, rank=1, world_size=4)

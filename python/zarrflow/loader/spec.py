@@ -263,6 +263,15 @@ class DatasetSpec:
     window_origins : list of tuple of int
         Every window's origin, relative to the crop.
 
+    Raises
+    ------
+    LoaderError
+        A name the store does not have (the message lists what it has), channels on different
+        grids or time axes, a data type the loader cannot load, windows or time steps that do
+        not fit, or invalid normalisation statistics.
+    NodeNotFoundError
+        No Zarr group at ``store``.
+
     Examples
     --------
     On the store ``zarrflow synth era5.zarr`` writes (8 time steps of 6 channels):
@@ -326,9 +335,20 @@ class DatasetSpec:
 
     # --- where each sample is --------------------------------------------------------------
     def locate(self, samples: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """(time index, spatial origin in the array) of each sample id: arrays of shape (B,)
-        and (B, spatial dims). Sample ids run over windows fastest: id = time * windows +
-        window."""
+        """Where each sample is: its time index and its spatial origin in the array.
+
+        Parameters
+        ----------
+        samples : sequence of int
+            Sample ids; they run over spatial windows fastest (id = time * windows + window).
+
+        Returns
+        -------
+        times : numpy.ndarray
+            Each sample's time index ``t`` (int64, shape ``(B,)``).
+        origins : numpy.ndarray
+            Each sample's spatial origin in the array (int64, shape ``(B, spatial dims)``).
+        """
         samples = np.asarray(samples, np.int64)
         p = len(self.window_origins)
         origins = np.asarray(self.window_origins, np.int64).reshape(p, -1)

@@ -44,6 +44,12 @@ def compute_stats(store: Any, variables: Sequence[str] | None = None, *, every: 
         ``{"channels": [...], "mean": [...], "std": [...]}``; a channel without spread gets
         std 1.
 
+    Raises
+    ------
+    LoaderError
+        ``every`` below 1, no ``variables`` (or both a spec and variables or settings), or a
+        channel the store does not have.
+
     Examples
     --------
     >>> stats = zarrflow.compute_stats("era5.zarr", ["data@2m_temperature"], path="stats.json")

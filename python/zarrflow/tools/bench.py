@@ -34,7 +34,29 @@ from .._remote import add_storage_arguments, storage_options_from
 
 @dataclass
 class ArrayBench:
-    """One array's figures (GB = 1e9 bytes of decoded data)."""
+    """One array's figures from :func:`bench_array` (GB = 1e9 bytes of decoded data).
+
+    Parameters
+    ----------
+    array : str
+        The array's name.
+    region : str
+        The slab read, as ``"[0:4, 0:721, 0:1440]"``.
+    decoded_bytes : int
+        Bytes of the slab decoded.
+    first_GBps : float
+        GB/s of the first (untimed) read.
+    GBps : float
+        The median GB/s of the timed reads.
+    runs_GBps : list of float
+        GB/s of each timed read.
+    core_s_per_GB : float
+        The median CPU time (user + system) per decoded GB.
+    gpu_decoded, cpu_decoded : int, optional
+        GPU reads: chunks decoded on the GPU and on the host.
+    notes : list of str
+        GPU reads: why chunks were decoded on the host.
+    """
 
     array: str
     region: str
@@ -100,6 +122,29 @@ def _cpu_seconds() -> float:
 
 def bench_array(name: str, arr: Array, *, device: str, size_gb: float, runs: int,
                 progress: Progress | None = None) -> ArrayBench:
+    """Read a slab of about ``size_gb`` of ``arr`` once untimed and ``runs`` times timed.
+
+    CPU reads go into one reused buffer; GPU reads return a Tensor that is dropped at once.
+
+    Parameters
+    ----------
+    name : str
+        The array's name in the results.
+    arr : Array
+        The array.
+    device : {"cpu", "cuda", "cuda:N"}
+        Where to read to.
+    size_gb : float
+        Decoded GB to read: whole rows of chunks along the first dimension, at least one.
+    runs : int
+        Timed reads.
+    progress : Progress, optional
+        A progress bar to advance after each read.
+
+    Returns
+    -------
+    ArrayBench
+    """
     region = _slab(arr, size_gb * 1e9)
     shape = tuple(s.stop - s.start for s in region)
     nbytes = int(np.prod(shape)) * arr.dtype.itemsize

@@ -123,10 +123,33 @@ class _Walk:
 def inspect(path: str, out: TextIO | None = None, deep: bool = True,
             storage_options: dict | None = None, ref: str | None = None,
             virtual_chunk_containers: object = None) -> list[tuple[str, str]]:
-    """Print the hierarchy at ``path`` like zarrdump. A member that cannot be read is marked
-    on its line, with the reason, and the walk goes on; returns those members as
-    (path, error) pairs. For an Icechunk repository the first line names the ref, the snapshot
-    id and its commit, and each array counts its native, inline and virtual chunks."""
+    """Print the hierarchy at ``path``, as ``zarrflow inspect`` does.
+
+    Per array: shape, dtype, chunks, shards, dimension names, codecs, fill value and stored
+    size. A member that cannot be read is marked on its line, with the reason, and the walk
+    goes on. For an Icechunk repository the first line names the ref, the snapshot id and its
+    commit, and each array counts its native, inline and virtual chunks.
+
+    Parameters
+    ----------
+    path : str
+        The store, group or array: a local path or a URL.
+    out : file, optional
+        Where to print (default: standard output).
+    deep : bool, default True
+        List each array's stored chunks and bytes (False is faster on huge stores).
+    storage_options : dict, optional
+        As for :func:`zarrflow.open`.
+    ref : str, optional
+        Icechunk repositories: the branch, tag or snapshot id.
+    virtual_chunk_containers : dict or list of str, optional
+        As for :func:`zarrflow.open`.
+
+    Returns
+    -------
+    list of (str, str)
+        The members that could not be read: (path, error) pairs.
+    """
     out = out or sys.stdout  # looked up per call: sys.stdout may be replaced after import
     node = zf_open(path, storage_options=storage_options, ref=ref,
                    virtual_chunk_containers=virtual_chunk_containers)
@@ -179,6 +202,19 @@ def version_text() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``zarrflow`` command line (the ``zarrflow`` script and ``python -m zarrflow``).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name. Default: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 1 when a zarrflow error was reported (or ``inspect`` found
+        members it could not read).
+    """
     parser = argparse.ArgumentParser(
         prog="zarrflow",
         description="Inspect, synthesise, rechunk and benchmark Zarr stores with zarrflow; "

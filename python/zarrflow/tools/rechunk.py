@@ -62,6 +62,49 @@ class RechunkWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Options:
+    """What :func:`rechunk` writes; the fields are ``zarrflow rechunk``'s options.
+
+    Parameters
+    ----------
+    chunks : dict of str to int, optional
+        The output chunk per named dimension (``{"time": 1, "latitude": 721}``); dimensions not
+        named keep the source's chunk.
+    shards : dict of str to int, optional
+        Zarr v3: the shard shape per named dimension (``{"time": 8}``); dimensions not named
+        hold one chunk per shard. None: no sharding.
+    codec : str, default "zstd:3"
+        ``"none"``, ``"zstd[:level]"``, ``"gzip[:level]"`` or ``"blosc-<cname>[:level]"``
+        (byte shuffle).
+    crc32c : bool, default False
+        Zarr v3: append a crc32c checksum codec.
+    zarr_format : {3, 2}, default 3
+        The output's Zarr version.
+    stack : tuple of str, optional
+        Stack variables into one ``(time, channel, ...)`` array: channel names as the
+        :class:`~zarrflow.Loader` takes them (``("2m_temperature", "geopotential@500")``), or
+        ``("all",)``. Stacked channels are always CF-decoded.
+    stack_name : str, default "data"
+        The stacked array's name.
+    arrays : tuple of str, optional
+        Only these source arrays (paths). Default: all.
+    decode_cf : bool, default False
+        Unpack CF-packed arrays (``scale_factor``/``add_offset``; ``_FillValue`` and
+        ``missing_value`` become NaN) into floats. Default: keep them packed.
+    dtype : {"float32", "float64", "float16"}, optional
+        The float type of decoded and stacked arrays (default float32).
+    memory : int, default 2 GiB
+        Bound on the bytes of data in flight.
+    threads : int, default 0
+        Units written at once (0: the CPU count).
+    verify : bool, default False
+        Read every unit back and compare it, value by value, before the store is finalised.
+    storage_options : dict, optional
+        Credentials and endpoint when the source is a URL, as :func:`zarrflow.open` takes them.
+    lease : float, default 120
+        Seconds after which a finalisation claimed by another host that no longer beats is
+        taken over.
+    """
+
     chunks: dict[str, int] = field(default_factory=dict)  # target chunk per named dim
     shards: dict[str, int] | None = None  # shard shape per named dim (v3); None = no sharding
     codec: str = "zstd:3"
@@ -681,6 +724,28 @@ def _write_metadata(stage: Staging, plans: list[ArrayPlan], groups: dict[str, di
 
 @dataclass
 class Report:
+    """What a :func:`rechunk` call did.
+
+    Parameters
+    ----------
+    arrays : int
+        Output arrays.
+    units : int
+        Units (blocks of whole output shards or chunks) this call wrote.
+    skipped : int
+        Units found already written (a resumed run).
+    bytes : int
+        Decoded bytes this call wrote.
+    verified : bool
+        Whether the units were read back and compared.
+    seconds : float
+        Wall time of the call.
+    finalized : bool
+        Whether this call wrote the metadata and moved the store into place.
+    state : str
+        ``"complete"``, ``"waiting for the other parts"``, or which part finalises instead.
+    """
+
     arrays: int = 0
     units: int = 0
     skipped: int = 0  # already done (resumed)
@@ -733,7 +798,58 @@ def _work(plans: list[ArrayPlan], opts: Options) -> list[tuple[ArrayPlan, int, t
 def rechunk(source: str | os.PathLike, dest: str | os.PathLike, opts: Options = Options(), *,
             part: tuple[int, int] = (0, 1), overwrite: bool = False, progress: bool = True,
             out: TextIO | None = None) -> Report:
-    """Rechunk/convert ``source`` into ``dest``; see the module docstring."""
+    """Rechunk and convert the store ``source`` into a new store ``dest``.
+
+    Chunks are written under ``<dest>.partial`` without metadata; once every unit of every part
+    is written (and, with ``opts.verify``, read back and compared), the metadata is written and
+    the store renamed to ``dest``. An interrupted call resumes where it stopped when repeated.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        The store to read: a local path or a URL (``s3://``, ``gs://``, ``http(s)://``).
+    dest : str or os.PathLike
+        The local directory to write.
+    opts : Options, optional
+        What to write (chunks, shards, codec, stacking...). Default: ``Options()``.
+    part : tuple of (int, int), default (0, 1)
+        ``(i, n)``: write the i-th (0-based) of n disjoint shares of the units, for Slurm arrays
+        or Dask; the part that finds all n done finalises the store.
+    overwrite : bool, default False
+        Replace an existing ``dest`` (swapped out only once the new store is complete).
+    progress : bool, default True
+        Show a progress bar.
+    out : file, optional
+        Where the progress bar goes (default: standard error).
+
+    Returns
+    -------
+    Report
+        What the call did; ``report.state`` says whether the store is complete.
+
+    Raises
+    ------
+    RechunkError
+        The request cannot be carried out (an existing ``dest`` without ``overwrite``, a chunk
+        that does not divide its shard, a block that does not fit ``opts.memory``...).
+    UnsupportedError
+        tensorstore, the writer, is not installed (``pip install 'zarrflow[tools]'``).
+    StoreIOError
+        ``dest`` cannot be written.
+
+    Warns
+    -----
+    RechunkWarning
+        Something in the source was left out of the output (the message says what and why).
+
+    Examples
+    --------
+    >>> from zarrflow.tools.rechunk import Options, rechunk
+    >>> report = rechunk("wb2.zarr", "train.zarr",
+    ...                  Options(chunks={"time": 1}, shards={"time": 8}, crc32c=True))
+    >>> report.state
+    'complete'
+    """
     import time
 
     t0 = time.perf_counter()

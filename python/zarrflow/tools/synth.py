@@ -54,8 +54,31 @@ LAYOUTS = ("wb2", "stacked")
 
 @dataclass(frozen=True)
 class SynthSpec:
-    """What to write. ``codec``: ``none``, ``zstd[:level]``, ``gzip[:level]`` or
-    ``blosc-<cname>[:level]`` (byte shuffle); None picks the layout's usual one."""
+    """What :func:`synth` writes; the fields are ``zarrflow synth``'s options.
+
+    Parameters
+    ----------
+    layout : {"stacked", "wb2"}, default "stacked"
+        ``"stacked"``: Zarr v3, one ``(time, channel, latitude, longitude)`` array ``data``.
+        ``"wb2"``: WeatherBench2-style Zarr v2, one array per variable.
+    ntime : int, default 8
+        Time steps.
+    nlat, nlon : int, default 721 and 1440
+        The grid (0.25°: 721 x 1440).
+    surface : tuple of str, default ("2m_temperature",)
+        Surface variables.
+    upper : tuple of str, default u/v wind, temperature, geopotential, specific humidity
+        Pressure-level variables.
+    levels : tuple of int, default (500,)
+        Their levels (hPa).
+    codec : str, optional
+        ``"none"``, ``"zstd[:level]"``, ``"gzip[:level]"`` or ``"blosc-<cname>[:level]"`` (byte
+        shuffle). Default: Blosc-LZ4 for ``"wb2"``, zstd level 3 for ``"stacked"``.
+    shard : bool, default False
+        ``"stacked"`` only: shard ``data`` by time step.
+    seed : int, default 0
+        Seed of the random fields.
+    """
 
     layout: str = "stacked"
     ntime: int = 8
@@ -69,9 +92,24 @@ class SynthSpec:
     seed: int = 0
 
     def channels(self) -> list[tuple[str, int | None]]:
+        """The channels written, in order.
+
+        Returns
+        -------
+        list of (str, int or None)
+            ``(variable, level)`` pairs; the level is None for surface variables.
+        """
         return [(v, None) for v in self.surface] + [(v, lev) for v in self.upper for lev in self.levels]
 
     def validate(self) -> None:
+        """Check that the spec can be written.
+
+        Raises
+        ------
+        InvalidArgumentError
+            An unknown layout or codec, an empty or too small store, or ``shard`` with
+            ``"wb2"``.
+        """
         bad = errors.InvalidArgumentError
         if self.layout not in LAYOUTS:
             raise bad(f"synth: layout must be one of {LAYOUTS}, not {self.layout!r}")
@@ -87,12 +125,28 @@ class SynthSpec:
         CodecChoice.parse(self.resolved_codec(), "synth")
 
     def resolved_codec(self) -> str:
+        """The codec written: ``codec``, or the layout's default.
+
+        Returns
+        -------
+        str
+        """
         return self.codec or ("blosc-lz4" if self.layout == "wb2" else "zstd:3")
 
 
 @dataclass
 class SynthReport:
-    """Per array: decoded bytes and stored bytes; ``ratio`` is decoded / stored."""
+    """What :func:`synth` wrote.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The store.
+    arrays : dict of str to (int, int)
+        Per data array: (decoded bytes, stored bytes).
+    seconds : float
+        Wall time of the write.
+    """
 
     path: Path
     arrays: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -100,13 +154,21 @@ class SynthReport:
 
     @property
     def decoded(self) -> int:
+        """Decoded bytes of all data arrays."""
         return sum(d for d, _ in self.arrays.values())
 
     @property
     def stored(self) -> int:
+        """Stored (compressed) bytes of all data arrays."""
         return sum(s for _, s in self.arrays.values())
 
     def table(self) -> str:
+        """The report as ``zarrflow synth`` prints it: MB decoded and stored, and the ratio.
+
+        Returns
+        -------
+        str
+        """
         lines = [f"{'array':<28} {'decoded MB':>11} {'stored MB':>10} {'ratio':>6}"]
         for name, (d, s) in self.arrays.items():
             lines.append(f"{name:<28} {d / 1e6:11.1f} {s / 1e6:10.1f} {d / max(s, 1):6.2f}")
@@ -232,7 +294,45 @@ def _write_stacked(path: Path, spec: SynthSpec, progress: Progress) -> list[str]
 
 def synth(path: str | os.PathLike, spec: SynthSpec = SynthSpec(), *, overwrite: bool = False,
           progress: bool = True, out: TextIO | None = None) -> SynthReport:
-    """Write the store ``spec`` describes at ``path`` and return its compression report."""
+    """Write the ERA5-like store ``spec`` describes at ``path``.
+
+    The store is written under ``<path>.partial`` and renamed when complete, so an interrupted
+    call never leaves something that looks like a finished store.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where to write the store.
+    spec : SynthSpec, optional
+        What to write. Default: ``SynthSpec()``, 8 time steps of 6 channels on the 0.25° grid
+        in the stacked layout.
+    overwrite : bool, default False
+        Replace an existing store at ``path``.
+    progress : bool, default True
+        Show a progress bar.
+    out : file, optional
+        Where the progress bar goes (default: standard error).
+
+    Returns
+    -------
+    SynthReport
+        Decoded and stored bytes of each array.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``path`` exists and ``overwrite`` is False, or the spec cannot be written.
+    UnsupportedError
+        zarr-python, the writer, is not installed (``pip install 'zarrflow[tools]'``).
+    StoreIOError
+        Writing failed; nothing is left at ``path``.
+
+    Examples
+    --------
+    >>> from zarrflow.tools.synth import SynthSpec, synth
+    >>> report = synth("small.zarr", SynthSpec(ntime=4, nlat=73, nlon=144))
+    >>> print(report.table())
+    """
     import time
 
     spec.validate()

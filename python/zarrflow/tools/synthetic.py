@@ -56,7 +56,25 @@ def _grib_pack(field: np.ndarray, bits: int = 16) -> np.ndarray:
 
 
 class FieldMaker:
-    """Makes the field of one variable (and level) at successive time steps."""
+    """Makes the field of one variable (and level) at successive time steps.
+
+    Parameters
+    ----------
+    name : str
+        A variable of :data:`VARIABLES` (``"2m_temperature"``, ``"geopotential"``...).
+    nlat, nlon : int
+        The grid (latitude 90 to -90, longitude 0 to 360).
+    seed : int
+        Seed of the random fields.
+    level : int, optional
+        Pressure level in hPa (scales the climatology); None for surface variables.
+
+    Examples
+    --------
+    >>> maker = FieldMaker("2m_temperature", 721, 1440, seed=0)
+    >>> maker.at(0).shape
+    (721, 1440)
+    """
 
     def __init__(self, name: str, nlat: int, nlon: int, seed: int, level: int | None = None):
         mean, contrast, weather, _ = VARIABLES[name]
@@ -72,6 +90,19 @@ class FieldMaker:
         self.noise = 0.02 * weather
 
     def at(self, t: int) -> np.ndarray:
+        """The field at time step ``t``.
+
+        Parameters
+        ----------
+        t : int
+            The time step (6 hours each: the weather drifts about 2° of longitude per step).
+
+        Returns
+        -------
+        numpy.ndarray
+            float32, ``(nlat, nlon)``, quantised like 16-bit GRIB packing. Each call draws new
+            small-scale noise.
+        """
         # Weather drifts ~2° of longitude per 6-hour step; the slow mode drifts the other way.
         nlon = self.weather.shape[1]
         shift = int(round(t * nlon / 180.0))

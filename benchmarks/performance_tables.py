@@ -1,0 +1,455 @@
+"""The tables and figures of docs/performance.md, computed from the result files in docs/results.
+
+Each ``*_values`` function reads the files of one section and returns ``{placeholder: text}``
+for benchmarks/performance_page.md: tables as Markdown, single figures as formatted numbers.
+Nothing here is typed in by hand except the names of things (stores, readers, codecs).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+Values = dict[str, str]
+
+
+# --- formatting ----------------------------------------------------------------------------------
+def rate(x: float) -> str:
+    """A throughput with three significant figures at most: 113.3, 55.3, 2.27, 0.62."""
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
+
+
+def times(x: float) -> str:
+    return f"{x:.2f}×"
+
+
+def percent(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def span(values: Iterable[float], fmt: Callable[[float], str] = rate, unit: str = "") -> str:
+    """"lo–hi" of the values (one value when they format alike)."""
+    vals = list(values)
+    lo, hi = fmt(min(vals)), fmt(max(vals))
+    return f"{lo}{unit}" if lo == hi else f"{lo}–{hi}{unit}"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], text_columns: int = 1) -> str:
+    """A Markdown table; the first ``text_columns`` columns left-aligned, the others right."""
+    align = ["---"] * text_columns + ["---:"] * (len(header) - text_columns)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def load(results: Path, name: str) -> Any:
+    return json.loads((results / name).read_text())
+
+
+def codec_name(codec: str) -> str:
+    """'blosc-lz4-shuffle' -> 'blosc-lz4 shuffle'."""
+    for shuffle in ("-bitshuffle", "-shuffle"):
+        if codec.endswith(shuffle):
+            return codec[: -len(shuffle)] + " " + shuffle[1:]
+    return codec
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+# --- synthetic data against real fields ------------------------------------------------------------
+REALISM_CODECS = ("blosc-lz4 shuffle", "blosc-zstd shuffle", "zstd 3")
+
+
+def realism_values(results: Path) -> Values:
+    """Compression ratios of real fields against the synthetic fields standing in for them."""
+    fields = load(results, "compression_realism.json")
+    means = {c: (geometric_mean([f[c]["synth"] for f in fields]),
+                 geometric_mean([f[c]["real"] for f in fields])) for c in REALISM_CODECS}
+    blosc = [c for c in REALISM_CODECS if c.startswith("blosc")]
+    gap = max(abs(real - synth) / real for c in blosc for synth, real in [means[c]])
+    return {
+        "realism_fields": str(len(fields)),
+        "realism_blosc_gap": percent(gap),
+        **{f"realism_{c.replace(' ', '_').replace('-', '_')}": f"{s:.2f} vs {r:.2f}"
+           for c, (s, r) in means.items()},
+    }
+
+
+# --- reading into host memory ------------------------------------------------------------------------
+READ_PEERS = {"tensorstore": "tensorstore", "zarr-python": "zarr-python",
+              "zarr-python+zarrs": "zarr-python + zarrs"}
+
+
+def read_table(res: dict) -> str:
+    runs = {(r["codec"], r["reader"]): r for r in res["runs"]}
+    codecs = list(dict.fromkeys(r["codec"] for r in res["runs"]))
+    peers = [p for p in READ_PEERS if any(k[1] == p for k in runs)]
+    header = ["codec", "ratio", "zarrflow into out", "zarrflow new",
+              *(READ_PEERS[p] for p in peers), "new ÷ best peer",
+              "core-s/GB zarrflow (out) / tensorstore"]
+    rows = []
+    for c in codecs:
+        out, new = runs[(c, "zarrflow")], runs[(c, "zarrflow-new")]
+        best = max(runs[(c, p)]["GBps"] for p in peers)
+        ratio = new["GBps"] / best
+        shown = times(ratio) if ratio >= 1 else f"**{times(ratio)}**"
+        rows.append([codec_name(c), f"{out['ratio']:.2f}", rate(out["GBps"]), rate(new["GBps"]),
+                     *(rate(runs[(c, p)]["GBps"]) for p in peers), shown,
+                     f"{out['core_s_per_GB']:.2f} / {runs[(c, 'tensorstore')]['core_s_per_GB']:.2f}"])
+    return table(header, rows)
+
+
+def read_setup(res: dict) -> str:
+    peers = [f"tensorstore {res['tensorstore']}"]
+    if "zarr" in res:
+        peers.append(f"zarr-python {res['zarr']}")
+    if "zarrs" in res:
+        peers.append(f"zarrs {res['zarrs']}")
+    return (f"{res['cores_visible']} CPU cores, {res['threads']} threads, "
+            f"{res['decoded_bytes'] / 1e9:.1f} GB decoded per codec, {res['date'][:10]}; "
+            f"{', '.join(peers)}")
+
+
+def read_values(results: Path) -> Values:
+    many, two = load(results, "bench_read_16cores.json"), load(results, "bench_read_2cores.json")
+    weak = {r["reader"]: r for r in two["runs"] if r["codec"] == "blosc-zstd-bitshuffle"}
+    return {
+        "read_16_setup": read_setup(many), "read_16_table": read_table(many),
+        "read_2_setup": read_setup(two), "read_2_table": read_table(two),
+        "read_2_new_array_cost": f"{weak['zarrflow-new']['core_s_per_GB'] - weak['zarrflow']['core_s_per_GB']:.2f}",
+        "read_2_decode_cost": f"{weak['zarrflow']['core_s_per_GB']:.2f}",
+    }
+
+
+# --- numcodecs ------------------------------------------------------------------------------------------
+def numcodecs_values(results: Path) -> Values:
+    res = load(results, "bench_numcodecs_2cores.json")
+    native = table(["codec", "ratio", "numcodecs", "zarrflow"],
+                   [[r["codec"], f"{r['ratio']:.2f}", f"{r['numcodecs_mb_s']:.0f}",
+                     f"{r['zarrflow_mb_s']:.0f}"] for r in res["native"]])
+    fallback = table(["chunk KiB", "no codec", "through numcodecs", "difference"],
+                     [[str(r["chunk_kib"]), f"{r['plain_us_per_chunk']:.1f}",
+                       f"{r['fallback_us_per_chunk']:.1f}", f"{r['overhead_us_per_chunk']:.1f}"]
+                      for r in res["fallback_cost"]], text_columns=0)
+    small = [r["overhead_us_per_chunk"] for r in res["fallback_cost"] if r["chunk_kib"] <= 64]
+    pcodec = {r["reader"].split(" ")[0]: r["mb_s"] for r in res["pcodec"]
+              if "chunk by chunk" in r["reader"] or r["reader"].startswith("numcodecs")}
+    return {"numcodecs_cores": str(res["cpu_count"]), "numcodecs_chunk_mib": f"{res['chunk_mib']:g}",
+            "numcodecs_table": native, "fallback_table": fallback,
+            "fallback_call_us": f"{sum(small) / len(small):.0f}",
+            "pcodec_zarrflow": f"{pcodec['zarrflow']:.0f}", "pcodec_numcodecs": f"{pcodec['numcodecs']:.0f}"}
+
+
+# --- reading into GPU memory -------------------------------------------------------------------------
+GPU_READERS = {"zarrflow-gpu": "zarrflow GPU", "zarrflow-cpu+copy": "zarrflow CPU + pinned copy",
+               "tensorstore+copy": "tensorstore + copy", "zarr-python": "zarr-python",
+               "zarr-python-gpu": "zarr-python enable_gpu", "zarr-python+zarrs": "zarr-python + zarrs",
+               "kvikio-GDSStore": "kvikio GDSStore"}
+GPU_PEERS = [r for r in GPU_READERS if not r.startswith("zarrflow")]
+
+
+def _gpu_runs(res: dict, cache: str) -> dict:
+    return {(r["codec"], r["reader"]): r for r in res["runs"]
+            if r["cache"] == cache and "GBps" in r and r["reader"] in GPU_READERS}
+
+
+def _gpu_codecs(res: dict) -> list[str]:
+    """The codecs every reader measured."""
+    runs = _gpu_runs(res, "warm")
+    return [c for c in res["codecs"] if all((c, r) in runs for r in GPU_READERS)]
+
+
+def _best_peer(runs: dict, codec: str) -> float:
+    return max(runs[(codec, p)]["GBps"] for p in GPU_PEERS)
+
+
+def gpu_values(results: Path) -> Values:
+    res = load(results, "bench_gpu_h100.json")
+    warm, cold, codecs = _gpu_runs(res, "warm"), _gpu_runs(res, "cold"), _gpu_codecs(res)
+    rows = [[codec_name(c), f"{warm[(c, 'zarrflow-gpu')]['ratio']:.2f}",
+             *(rate(warm[(c, r)]["GBps"]) for r in GPU_READERS),
+             f"{warm[(c, 'zarrflow-gpu')]['GBps'] / _best_peer(warm, c):.1f}×"] for c in codecs]
+    header = ["codec", "ratio", *GPU_READERS.values(), "÷ best peer"]
+    disk = res["ceilings"]["o_direct_read_GBps"]
+    compressed = [c for c in codecs if "zstd" in c or "blosc" in c]
+    cost = {r: span((warm[(c, r)]["core_s_per_GB"] for c in codecs), lambda x: f"{x:.2f}")
+            for r in ("zarrflow-gpu", "tensorstore+copy", "zarr-python")}
+    v = res["versions"]
+    return {
+        "gpu_name": res["gpu"], "gpu_cpus": str(res["cores_visible"]), "gpu_date": res["date"][:10],
+        "gpu_gb": f"{res['decoded_bytes'] / 1e9:.2f}", "gpu_warm_runs": str(res["runs_warm"]),
+        "gpu_cold_runs": str(res["runs_cold"]),
+        "gpu_peers": (f"tensorstore {v['tensorstore']}, zarr-python {v['zarr']} (CPU, and "
+                      f"`zarr.config.enable_gpu()`), zarr-python with zarrs {v['zarrs']}, "
+                      f"kvikio-cu13 {v['kvikio-cu13']} `GDSStore`"),
+        "gpu_pinned_h2d": rate(res["ceilings"]["pinned_h2d_GBps"]), "gpu_disk": rate(disk),
+        "gpu_table": table(header, rows),
+        "gpu_cold": ", ".join(f"{codec_name(c)} {cold[(c, 'zarrflow-gpu')]['GBps'] / _best_peer(cold, c):.2f}×"
+                              for c in codecs),
+        "gpu_cold_of_disk": span((cold[(c, "zarrflow-gpu")]["GBps"] / (disk * cold[(c, "zarrflow-gpu")]["ratio"])
+                                  for c in compressed), lambda x: f"{100 * x:.0f}", "%"),
+        "gpu_cost_zarrflow": cost["zarrflow-gpu"], "gpu_cost_tensorstore": cost["tensorstore+copy"],
+        "gpu_cost_zarr": cost["zarr-python"],
+        "gpu_decode_stage": ", ".join(f"{codec_name(c)} {rate(warm[(c, 'zarrflow-gpu')]['gpu_decode_GBps'])}"
+                                      for c in codecs if warm[(c, "zarrflow-gpu")].get("gpu_decode_GBps")),
+    }
+
+
+# --- the Loader alone --------------------------------------------------------------------------------
+LOADER_STORES = {"wb2 v2 blosc-lz4, 6 ch": "6 ch WeatherBench2-style v2, Blosc-LZ4",
+                 "stacked v3 zstd, 71 ch": "71 ch stacked v3, zstd"}
+LOADER_FILES = ("bench_loader_h100_run2.json", "bench_loader_h100.json",
+                "bench_loader_h200.json", "bench_loader_h200_run2.json")
+CACHE = " + 30 GB GPU chunk cache"
+
+
+def _gpu_kind(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100'."""
+    return next((w for w in name.split() if w[:1] in "HABL" and w[1:].isdigit()), name)
+
+
+def _loader_runs(results: Path) -> dict[str, list[dict]]:
+    """GPU kind -> that kind's result files, oldest first."""
+    kinds: dict[str, list[dict]] = {}
+    for name in LOADER_FILES:
+        res = load(results, name)
+        kinds.setdefault(_gpu_kind(res["gpu"]), []).append(res)
+    return {k: sorted(v, key=lambda r: r["date"]) for k, v in kinds.items()}
+
+
+def _loader_cell(runs: list[dict], store: str, grid: str, loader: Callable[[str], bool]) -> str:
+    found = []
+    for res in runs:
+        hits = [r for r in res["runs"] if r["store"] == store and r["grid"] == grid
+                and r["dtype"] == "float32" and not r["step_s"] and loader(r["loader"])
+                and "error" not in r]
+        found += [rate(r["batch_GBps"]) for r in hits]
+    return " / ".join(found) or "—"
+
+
+def _default(name: str, cache: bool = False) -> bool:
+    return name.startswith("zarrflow-gpu (default") and name.endswith(CACHE) == cache
+
+
+def _two_workers(name: str) -> bool:
+    return name == "zarrflow-gpu (2 workers)"
+
+
+def loader_table(kinds: dict[str, list[dict]]) -> str:
+    first = next(iter(kinds.values()))[0]["runs"]
+    cells = list(dict.fromkeys((r["store"], r["grid"]) for r in first if r["store"] in LOADER_STORES))
+    header = ["store", "grid"] + [f"{k} {col}" for k in kinds for col in ("default", "2 workers")]
+    rows = []
+    for store, grid in cells:
+        full = grid == cells[0][1]
+        rows.append([LOADER_STORES[store] if full else "same",
+                     grid.replace("x", "×") + ("" if full else " window")] +
+                    [_loader_cell(runs, store, grid, f) for runs in kinds.values()
+                     for f in (_default, _two_workers)])
+    full = cells[0][1]
+    for store in LOADER_STORES:
+        rows.append([f"{LOADER_STORES[store].split(',')[0]}, 30 GB GPU chunk cache", full.replace("x", "×")] +
+                    [_loader_cell(runs, store, full, f) for runs in kinds.values()
+                     for f in (lambda n: _default(n, cache=True), lambda n: False)])
+    return table(header, rows, text_columns=2)
+
+
+def _samples(kinds: dict[str, list[dict]], kind: str, loader: Callable[[str], bool]) -> list[float]:
+    store = next(iter(LOADER_STORES))
+    return [r["samples_per_s"] for res in kinds[kind] for r in res["runs"]
+            if r["store"] == store and r["dtype"] == "float32" and not r["step_s"]
+            and r["grid"] == "721x1440" and loader(r["loader"]) and "error" not in r]
+
+
+def dataloader_sentence(kinds: dict[str, list[dict]]) -> str:
+    """The PyTorch DataLoader baselines against zarrflow's default, per GPU kind."""
+    parts = []
+    for kind in kinds:
+        ours = _samples(kinds, kind, _default)
+        ts = _samples(kinds, kind, lambda n: n.startswith("DataLoader+tensorstore"))
+        xr = _samples(kinds, kind, lambda n: n.startswith("DataLoader+xarray"))
+        theirs = ts + xr
+        ratio = span([min(ours) / max(theirs), max(ours) / min(theirs)], lambda x: f"{x:.0f}", "×")
+        through = f"{span(ts, lambda x: f'{x:.1f}')} samples/s through tensorstore"
+        if xr:
+            through += f" and {span(xr, lambda x: f'{x:.1f}')} through xarray with tensorstore"
+        parts.append(f"on the {kind} {through}, against {span(ours, lambda x: f'{x:.0f}')} for "
+                     f"zarrflow's default ({ratio})")
+    return "; ".join(parts)
+
+
+def loader_values(results: Path) -> Values:
+    kinds = _loader_runs(results)
+    pairs = []
+    for runs in kinds.values():
+        if len(runs) == 2:
+            a = {(r["store"], r["grid"], r["dtype"], r["step_s"], r["loader"]): r["batch_GBps"]
+                 for r in runs[0]["runs"] if "zarrflow" in r["loader"]}
+            pairs += [abs(a[k] - r["batch_GBps"]) / max(a[k], r["batch_GBps"])
+                      for r in runs[1]["runs"]
+                      if (k := (r["store"], r["grid"], r["dtype"], r["step_s"], r["loader"])) in a]
+    cpus = {res["cpus"] for runs in kinds.values() for res in runs}
+    return {"loader_table": loader_table(kinds), "loader_dataloader": dataloader_sentence(kinds),
+            "loader_kinds": " and ".join(kinds), "loader_cpus": "/".join(map(str, sorted(cpus))),
+            "loader_date": max(res["date"][:10] for runs in kinds.values() for res in runs),
+            "run_to_run": percent(max(pairs))}
+
+
+# --- training ----------------------------------------------------------------------------------------
+TRAIN_FILES = {"train_unet_6ch_h100.json": "6 ch WeatherBench2-style v2, Blosc-LZ4",
+               "train_unet_71ch_h100.json": "71 ch stacked v3, uncompressed",
+               "train_unet_6ch_2xh100_ddp.json": "6 ch, DDP (NCCL)",
+               "train_unet_71ch_2xh100_ddp.json": "71 ch, DDP (NCCL)",
+               "train_unet_71ch_zstd_h100.json": "71 ch stacked v3, zstd"}
+
+
+def _shuffle(run: dict) -> tuple:
+    return run.get("shuffle_block"), run.get("shuffle_buffer")
+
+
+def training_rows(res: dict, label: str) -> list[list[str]]:
+    rows = []
+    for run in res["runs"]:
+        if run["run"] == "synthetic" or not run["train"]:
+            continue
+        synthetic = [r["samples_per_s"] for r in res["runs"]
+                     if r["run"] == "synthetic" and _shuffle(r) == _shuffle(run)]
+        name = label
+        if rows:
+            name = f"same, `block={run['shuffle_block']}, buffer={run['shuffle_buffer']}`"
+        rows.append([name, str(res["world_size"]), " / ".join(f"{s:.1f}" for s in synthetic),
+                     f"{run['samples_per_s']:.1f}", f"{100 * run['data_wait_fraction']:.1f}%",
+                     f"{run['real_over_synthetic']:.3f}"])
+    return rows
+
+
+def training_values(results: Path) -> Values:
+    files = {name: load(results, name) for name in TRAIN_FILES}
+    rows = [row for name, label in TRAIN_FILES.items() for row in training_rows(files[name], label)]
+    zstd = files["train_unet_71ch_zstd_h100.json"]
+    run = next(r for r in zstd["runs"] if r["loader_stats"])
+    decoded_per_batch_byte = 2 if zstd["bf16"] else 1  # float32 decoded into bf16 batches
+    batch_gb = (run["loader_stats"]["batch_bytes"] / run["loader_stats"]["batches"]
+                * decoded_per_batch_byte / 1e9)
+    step_s = zstd["batch_size"] / zstd["synthetic_samples_per_s_mean"]
+    gpu = load(results, "bench_gpu_h100.json")
+    gpu_zstd = next(r["gpu_decode_GBps"] for r in gpu["runs"] if r["codec"] == "zstd-3"
+                    and r["reader"] == "zarrflow-gpu" and r["cache"] == "warm")
+    host = load(results, "bench_read_16cores.json")
+    host_zstd = next(r["GBps"] for r in host["runs"] if r["codec"] == "zstd-3" and r["reader"] == "zarrflow")
+    devices = {f["device"] for f in files.values()}
+    return {
+        "train_table": table(["store", "GPUs", "synthetic samples/s", "zarrflow samples/s",
+                              "waiting", "real/synthetic"], rows),
+        "train_device": ", ".join(sorted(devices)), "train_batch": str(zstd["batch_size"]),
+        "train_date": max(f["date"] for f in files.values()),
+        "train_zstd_batch_gb": f"{batch_gb:.1f}", "train_zstd_step_ms": f"{1e3 * step_s:.0f}",
+        "train_zstd_gpu_share": percent(batch_gb / gpu_zstd / step_s), "train_gpu_zstd": rate(gpu_zstd),
+        "train_host_zstd": rate(host_zstd), "train_host_cores": str(host["cores_visible"]),
+        "train_host_share": percent(host_zstd * step_s / batch_gb),
+    }
+
+
+# --- rechunking --------------------------------------------------------------------------------------
+RECHUNK_TOOLS = ("zarrflow", "zarrflow --verify", "tensorstore")
+RECHUNK_CASES = {"time-batch 4, zstd:3": "time batches of 4, zstd-3",
+                 "spatial tiles 181x360 x 8 steps, blosc-lz4": "tiles 181×360 × 8 steps, Blosc-LZ4",
+                 "field chunks, sharded 8 steps, zstd:1 + crc32c":
+                     "sharded, 8 steps per shard, zstd-1 + crc32c"}
+
+
+def rechunk_values(results: Path) -> Values:
+    runs = sorted((load(results, n) for n in ("bench_rechunk_16cores.json", "bench_rechunk_2cores.json")),
+                  key=lambda r: -r["cpus"])
+    cases = list(runs[0]["cases"])
+    header = ["case", *(f"{r['cpus']} cores: zarrflow / with `--verify` / tensorstore" for r in runs)]
+    rows = [[RECHUNK_CASES.get(case, case), *(" / ".join(rate(r["cases"][case][t]["GBps"]) for t in RECHUNK_TOOLS) for r in runs)]
+            for case in cases]
+    slower = [r["cases"][c]["ratio tensorstore/zarrflow --verify (time)"] for r in runs for c in cases]
+    return {"rechunk_table": table(header, rows), "rechunk_verify": span(slower, lambda x: f"{x:.2f}", "×"),
+            "rechunk_date": max(r["date"] for r in runs),
+            "rechunk_gb": f"{runs[0]['bytes'] / 1e9:.1f}"}
+
+
+# --- remote stores -----------------------------------------------------------------------------------
+REMOTE_READERS = {"zarrflow": "zarrflow", "zarrflow out=": "zarrflow (out=)", "tensorstore": "tensorstore",
+                  "zarr-python+obstore": "zarr-python + obstore", "zarr-python+s3fs": "zarr-python + s3fs",
+                  "curl -P 64": "curl, 64 parallel"}
+REMOTE_READS = {"full": "whole", "partial": "window"}
+
+
+def remote_values(results: Path) -> Values:
+    res = load(results, "bench_remote.json")
+    got = {(m["layout"], m["read"], m["reader"]): m["stored_GBps"] for m in res["measurements"]}
+    cases = list(dict.fromkeys((m["layout"], m["read"]) for m in res["measurements"]
+                               if m["read"] in REMOTE_READS))
+    rows = [[layout, REMOTE_READS[read],
+             *(rate(got[(layout, read, r)]) if (layout, read, r) in got else "—" for r in REMOTE_READERS)]
+            for layout, read in cases]
+    sweep = [(m["params"]["max_in_flight"], m["stored_GBps"]) for m in res["measurements"]
+             if m["read"] == "sweep"]
+    layouts = res["layouts"]
+    return {
+        "remote_table": table(["layout", "read", *REMOTE_READERS.values()], rows, text_columns=2),
+        "remote_cores": str(res["cores_visible"]), "remote_fields": str(res["shape"][0]),
+        "remote_mb": f"{res['decoded_bytes'] / 1e6:.0f}", "remote_shards": str(layouts["sharded"]["objects"]),
+        "remote_per_shard": str(res["shape"][0] // layouts["sharded"]["objects"]),
+        "remote_runs": str(res["runs"]), "remote_date": res["date"][:10],
+        "remote_moto": res["versions"]["moto"],
+        "remote_sweep_limits": ", ".join(str(n) for n, _ in sweep),
+        "remote_sweep_rates": ", ".join(rate(g) for _, g in sweep),
+        "remote_sharded_new": rate(got[("sharded", "full", "zarrflow")]),
+        "remote_sharded_out": rate(got[("sharded", "full", "zarrflow out=")]),
+    }
+
+
+SECTIONS = (realism_values, read_values, numcodecs_values, gpu_values, loader_values,
+            training_values, rechunk_values, remote_values)
+
+
+def all_values(results: Path) -> Values:
+    values: Values = {}
+    for section in SECTIONS:
+        values.update(section(results))
+    return values
+
+
+# --- the README's summary ------------------------------------------------------------------------------
+def summary_table(results: Path) -> str:
+    """The headline figures, one row per section of the page."""
+    gpu = load(results, "bench_gpu_h100.json")
+    warm, codecs = _gpu_runs(gpu, "warm"), _gpu_codecs(gpu)
+    ours = {c: warm[(c, "zarrflow-gpu")]["GBps"] for c in codecs}
+    slow, fast = min(ours, key=ours.get), max(ours, key=ours.get)
+    host = load(results, "bench_read_16cores.json")
+    host_runs = {(r["codec"], r["reader"]): r["GBps"] for r in host["runs"]}
+    host_codecs = list(dict.fromkeys(r["codec"] for r in host["runs"]))
+    kinds = _loader_runs(results)
+    h100 = next(k for k in kinds if k == _gpu_kind(gpu["gpu"]))
+    loader = [float(x) for x in _loader_cell(kinds[h100], next(iter(LOADER_STORES)), "721x1440",
+                                             _default).split(" / ")]
+    dataloader = _samples(kinds, h100, lambda n: n.startswith("DataLoader"))
+    zf_samples = _samples(kinds, h100, _default)
+    train = load(results, next(iter(TRAIN_FILES)))
+    real = next(r for r in train["runs"] if r["real_over_synthetic"])
+    gpu_kind = _gpu_kind(gpu["gpu"])
+    rows = [
+        [f"2 GB of ERA5-like float32 read into GPU memory ({gpu_kind})",
+         f"{rate(ours[slow])} ({codec_name(slow)}) to {rate(ours[fast])} GB/s ({codec_name(fast)})",
+         f"{span([ours[c] / _best_peer(warm, c) for c in codecs], lambda x: f'{x:.1f}', '×')} the best "
+         "of tensorstore, zarr-python (also with zarrs or `enable_gpu`) and kvikio"],
+        [f"the same into host memory ({host['cores_visible']} cores)",
+         f"{span([host_runs[(c, 'zarrflow')] for c in host_codecs])} GB/s",
+         f"{span([host_runs[(c, 'zarrflow-new')] / host_runs[(c, 'tensorstore')] for c in host_codecs], lambda x: f'{x:.1f}', '×')} "
+         "tensorstore (both returning new arrays)"],
+        [f"`Loader` alone, 6-channel batches ({h100})", f"{span(loader)} GB/s",
+         f"{span([min(zf_samples) / max(dataloader), max(zf_samples) / min(dataloader)], lambda x: f'{x:.0f}', '×')} "
+         "a PyTorch `DataLoader` over tensorstore or xarray"],
+        [f"U-Net training from a 6-channel Blosc-LZ4 store ({h100})",
+         f"{real['real_over_synthetic']:.3f} of its speed on synthetic batches", "—"],
+    ]
+    return table(["what", "zarrflow", "against its peers"], rows, text_columns=3)
