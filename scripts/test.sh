@@ -9,7 +9,7 @@
 # user installs it: scripts/build_wheels.sh builds it (static dependencies, glibc 2.27 floor),
 # scripts/wheel/smoke.sh installs it into a fresh environment and reads every codec there, and
 # pytest then imports zarrflow from a fresh virtual environment holding that wheel and the test
-# extra, not from the development build.
+# and docs extras, not from the development build.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 echo "==> C++ tests"
@@ -22,7 +22,7 @@ if [ "${CI:-}" = true ] || [ "${ZARRFLOW_TEST_WHEEL:-0}" = 1 ]; then
   wheel=$(ls dist/zarrflow-*-cp311-*.whl)
   venv=build/wheel/test-venv
   rm -rf "$venv" && python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q "$wheel[test]"
+  "$venv/bin/python" -m pip install -q "$wheel[test,docs]"  # docs: the docstring checks
   PYTEST_PY=$venv/bin/python
 fi
 echo "==> Python tests"
