@@ -27,7 +27,7 @@
 #  6. the GPU suites and the host-path suites on a copy of tests/ outside the source tree, run
 #     from a directory where only the installed zarrflow can be imported.
 # Exit status 0 when every step passed. SUITES (file names in tests/), PYTEST_ARGS and
-# SUITE_TIMEOUT (seconds, default 360) narrow or bound step 6; PYTHON names the host's Python
+# SUITE_TIMEOUT (seconds, default 330) narrow or bound step 6; PYTHON names the host's Python
 # (default python3).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -75,10 +75,11 @@ install() {
 step install install
 [ ${#failed[@]} -eq 0 ] || { say "FAILED: the wheel did not install ($NAME)"; exit 1; }
 
-# From an empty directory with a bare environment: nothing but the venv can provide zarrflow.
+# From an empty directory, with PYTHONPATH and LD_LIBRARY_PATH unset (above): nothing but the
+# venv can provide zarrflow or a library it loads.
 mkdir -p "$WORK/run"
-run_py() { (cd "$WORK/run" && env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" PYTHONNOUSERSITE=1 "$PY" "$@"); }
-run_bin() { (cd "$WORK/run" && env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" PYTHONNOUSERSITE=1 "$@"); }
+run_py() { (cd "$WORK/run" && env PATH="$VENV/bin:$PATH" "$PY" "$@"); }
+run_bin() { (cd "$WORK/run" && env PATH="$VENV/bin:$PATH" "$@"); }
 
 describe() {
   run_py - "$VENV" <<'EOF'
@@ -146,14 +147,14 @@ quickstart() {
   code=$(awk '/^## Quickstart/ {q = 1} q && /<!-- test: cpu -->/ {t = 1; next}
               t && /^```python/ {p = 1; next} p && /^```/ {exit} p {print}' "$ROOT/README.md")
   [ -n "$code" ] || { echo "no quickstart block in README.md"; return 1; }
-  (cd "$dir" && env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" bash -c \
+  (cd "$dir" && env PATH="$VENV/bin:$PATH" bash -c \
      'zarrflow synth era5.zarr && zarrflow inspect era5.zarr') || return 1
   echo "--- README quickstart (as written)"
-  (cd "$dir" && env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" "$PY" -c "$code") || return 1
+  (cd "$dir" && env PATH="$VENV/bin:$PATH" "$PY" -c "$code") || return 1
   if [ "$EXPECT" = gpu ]; then
     echo "--- the same with device=\"cuda\", output=\"torch\""
     code=${code//device=\"cpu\", output=\"numpy\"/device=\"cuda\", output=\"torch\"}
-    (cd "$dir" && env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" "$PY" -c "$code
+    (cd "$dir" && env PATH="$VENV/bin:$PATH" "$PY" -c "$code
 assert x.is_cuda, x.device
 print('batches on', x.device)") || return 1
   fi
@@ -174,10 +175,11 @@ HOST_SUITES="test_conformance.py test_corpus.py test_loader.py test_indexing.py 
 suites() {
   mkdir -p "$WORK/src"
   cp -r "$ROOT/tests" "$WORK/src/"
+  cp "$ROOT/pyproject.toml" "$WORK/src/"  # pytest's settings (the gpu marker); no code
   # shellcheck disable=SC2086  # lists of files
   (cd "$WORK/src/tests" &&
-    env -i PATH="$VENV/bin:/usr/bin:/bin" HOME="$WORK" PYTHONNOUSERSITE=1 timeout "${SUITE_TIMEOUT:-360}" \
-      "$PY" -m pytest -q -p no:cacheprovider -rfEs --tb=short --rootdir "$WORK/src/tests" \
+    env PATH="$VENV/bin:$PATH" timeout "${SUITE_TIMEOUT:-330}" \
+      "$PY" -m pytest -q -p no:cacheprovider -rfEs --tb=short --rootdir "$WORK/src" \
       ${SUITES:-$GPU_SUITES $HOST_SUITES} ${PYTEST_ARGS:-})
 }
 TAIL=60 step suites suites
