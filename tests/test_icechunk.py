@@ -147,6 +147,19 @@ def test_repository_on_s3_reads_as_local(repo, s3_repo) -> None:
     assert (found["zstd"][0:16] == -1).all()
 
 
+def test_repository_served_by_the_s3_files_server(repo) -> None:
+    """The read-only S3 endpoint the benchmark uses (tests/servers/s3_files_server.py) serves a
+    repository's directory as written: zarrflow reads it as it reads the local copy."""
+    from servers.s3_files_server import S3FilesServer
+
+    with S3FilesServer(repo["root"]) as srv:  # bucket "repo" is the repository's directory
+        opts = dict(endpoint_url=srv.endpoint, key="any", secret="any")
+        remote = zarrflow.open("s3://repo", storage_options=opts)
+        local = _open(repo)
+        for name in ("zstd", "blosc", "sharded", "coord", "split"):
+            assert remote[name][...].tobytes() == local[name][...].tobytes(), name
+
+
 def test_virtual_chunks_from_s3_and_missing_credentials(repo, s3_repo, tmp_path,
                                                         monkeypatch) -> None:
     for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
@@ -193,6 +206,48 @@ def test_repository_over_plain_http_with_virtual_chunks_from_http(repo) -> None:
         # The repository's virtual chunks name file:// locations: not the http:// container.
         with pytest.raises(errors.PathEscapeError, match="file://"):
             g["virt"][...]
+
+
+def test_manifests_are_fetched_when_their_chunks_are_read_not_at_open(repo) -> None:
+    """Opening a repository, its group and an array's metadata fetches the ref and the snapshot
+    and no manifest; a chunk read fetches only the manifest covering it (the split array has
+    one manifest per two rows), and each manifest once. Counted from the server's log."""
+    from servers.range_server import RangeServer
+
+    def manifests(srv) -> list[str]:
+        return [r.path for r in srv.requests if "/manifests/" in r.path]
+
+    with RangeServer(repo["root"]) as srv:
+        a = zarrflow.open(f"{srv.url}/repo", ref="main")["split"]
+        assert a.shape == (8, 256)
+        assert any("/snapshots/" in r.path for r in srv.requests)
+        assert manifests(srv) == []
+        a[0]
+        assert len(manifests(srv)) == 1
+        a[1]  # rows 0-1: the same manifest, already read
+        assert len(manifests(srv)) == 1
+        a[2:4]  # rows 2-3: the next one
+        assert len(manifests(srv)) == 2
+        assert len(set(manifests(srv))) == 2
+
+
+def test_metadata_file_sizes_are_capped_by_open_limits(repo) -> None:
+    """limits={"max_metadata_bytes": ...} bounds the snapshot and config.yaml,
+    {"max_manifest_bytes": ...} each manifest; the error names the file and the limit."""
+    path = repo["path"]
+    with pytest.raises(errors.CorruptChunkError, match="max_metadata_bytes") as e:
+        zarrflow.open(path, limits={"max_metadata_bytes": 200})
+    assert "snapshots/" in str(e.value)
+    with pytest.raises(errors.CorruptChunkError, match="max_metadata_bytes") as e:
+        _open(repo, limits={"max_metadata_bytes": 64})  # config.yaml, read for the containers
+    assert "config.yaml" in str(e.value)
+    g = zarrflow.open(path, limits={"max_manifest_bytes": 64})
+    assert g["zstd"].shape == (64, 300)  # metadata comes from the snapshot: no manifest read
+    with pytest.raises(errors.CorruptChunkError, match="max_manifest_bytes") as e:
+        g["zstd"][...]
+    assert "manifests/" in str(e.value)
+    ample = zarrflow.open(path, limits={"max_manifest_bytes": 1 << 20, "max_metadata_bytes": 1 << 20})
+    assert ample["zstd"][...].tobytes() == _open(repo)["zstd"][...].tobytes()
 
 
 # ------------------------------------------------------------------------------------------

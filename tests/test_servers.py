@@ -686,3 +686,91 @@ def test_moto_ignores_the_users_aws_config(moto, monkeypatch: pytest.MonkeyPatch
     assert env["AWS_CONFIG_FILE"] == env["AWS_SHARED_CREDENTIALS_FILE"] == os.devnull
     moto._session = None
     assert moto.client().list_buckets()["ResponseMetadata"]["HTTPStatusCode"] == 200
+
+
+# ------------------------------------------------------------------------------------------
+# s3_files_server: a read-only S3 endpoint over a directory
+# ------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def s3files(root: Path):
+    from servers.s3_files_server import S3FilesServer
+
+    with S3FilesServer(root.parent) as server:  # the bucket "www" is the root fixture
+        yield server
+
+
+def _raw(server, method: str, path: str, headers: dict[str, str] | None = None,
+         body: bytes | None = None) -> tuple[int, http.client.HTTPMessage, bytes]:
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, resp.headers, resp.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("header, status, first, last", [
+    (None, 200, 0, 999), ("bytes=10-19", 206, 10, 19), ("bytes=990-", 206, 990, 999),
+    ("bytes=-5", 206, 995, 999), ("bytes=995-5000", 206, 995, 999),
+])
+def test_s3files_get_and_ranges(s3files, header: str | None, status: int, first: int,
+                                last: int) -> None:
+    code, headers, body = _raw(s3files, "GET", "/www/data.bin",
+                               {"Range": header} if header else None)
+    assert (code, body) == (status, DATA[first:last + 1])
+    if status == 206:
+        assert headers["Content-Range"] == f"bytes {first}-{last}/1000"
+    assert headers["ETag"].startswith('"') and headers["Last-Modified"]
+    assert _raw(s3files, "GET", "/www/dir/sub%20file.bin")[2] == SUB
+
+
+def test_s3files_head_conditions_and_errors(s3files) -> None:
+    code, headers, body = _raw(s3files, "HEAD", "/www/data.bin")
+    assert (code, headers["Content-Length"], body) == (200, "1000", b"")
+    etag = headers["ETag"]
+    assert _raw(s3files, "GET", "/www/data.bin", {"If-None-Match": etag})[0] == 304
+    assert _raw(s3files, "GET", "/www/data.bin", {"If-Match": '"other"'})[0] == 412
+    assert _raw(s3files, "GET", "/www/data.bin", {"If-Match": etag})[0] == 200
+    code, _, body = _raw(s3files, "GET", "/www/data.bin", {"Range": "bytes=1000-"})
+    assert code == 416 and b"InvalidRange" in body
+    code, _, body = _raw(s3files, "GET", "/www/nope.bin")
+    assert code == 404 and b"NoSuchKey" in body
+    assert _raw(s3files, "HEAD", "/www/nope.bin")[0] == 404
+    code, _, body = _raw(s3files, "GET", "/nobucket/data.bin")
+    assert code == 404 and b"NoSuchBucket" in body
+    # Nothing outside the bucket's directory: secret.txt sits beside it.
+    for path in ("/www/../secret.txt", "/www/%2E%2E/secret.txt", "/secret.txt"):
+        assert _raw(s3files, "GET", path)[0] == 404, path
+    # Read-only: writes are refused, the body is drained and the connection stays usable.
+    conn = http.client.HTTPConnection(s3files.host, s3files.port, timeout=10)
+    conn.request("PUT", "/www/new.bin", body=b"x" * 100_000)
+    resp = conn.getresponse()
+    assert resp.status == 403 and b"AccessDenied" in resp.read()
+    conn.request("GET", "/www/data.bin", headers={"Range": "bytes=0-3"})
+    assert conn.getresponse().read() == DATA[:4]  # same connection, kept alive
+    conn.close()
+
+
+def test_s3files_list_objects_v2_with_boto3(s3files) -> None:
+    boto3 = pytest.importorskip("boto3")
+    s3 = boto3.client("s3", endpoint_url=s3files.endpoint, region_name="us-east-1",
+                      aws_access_key_id="any", aws_secret_access_key="any")
+    top = s3.list_objects_v2(Bucket="www", Delimiter="/")
+    assert [o["Key"] for o in top["Contents"]] == ["data.bin", "empty.bin"]
+    assert [p["Prefix"] for p in top["CommonPrefixes"]] == ["dir/"]
+    assert [o["Size"] for o in top["Contents"]] == [1000, 0]
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(
+        Bucket="www", PaginationConfig={"PageSize": 1}) for o in page.get("Contents", [])]
+    assert keys == ["data.bin", "dir/sub file.bin", "empty.bin"]
+    pages = list(s3.get_paginator("list_objects_v2").paginate(
+        Bucket="www", Delimiter="/", PaginationConfig={"PageSize": 1}))
+    assert [([o["Key"] for o in p.get("Contents", [])],
+             [c["Prefix"] for c in p.get("CommonPrefixes", [])]) for p in pages] == [
+        (["data.bin"], []), ([], ["dir/"]), (["empty.bin"], [])]
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="www", Prefix="dir/")["Contents"]] == [
+        "dir/sub file.bin"]
+    got = s3.get_object(Bucket="www", Key="data.bin", Range="bytes=-3")
+    assert got["Body"].read() == DATA[-3:]
+    assert s3.head_object(Bucket="www", Key="empty.bin")["ContentLength"] == 0

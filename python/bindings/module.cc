@@ -781,16 +781,19 @@ NB_MODULE(_core, m) {
 
   nb::class_<Store>(m, "Store")
       .def("describe_key", &Store::describe_key)
-      .def("get", [](const Store& s, const std::string& key) -> nb::object {
-        Result<std::optional<Buffer>> r = std::optional<Buffer>();
-        {
-          nb::gil_scoped_release release;
-          r = s.get(key);
-        }
-        auto v = value_or_throw(std::move(r));
-        if (!v) return nb::none();
-        return nb::bytes(reinterpret_cast<const char*>(v->data()), v->size());
-      });
+      .def(
+          "get",
+          [](const Store& s, const std::string& key, std::uint64_t max_size) -> nb::object {
+            Result<std::optional<Buffer>> r = std::optional<Buffer>();
+            {
+              nb::gil_scoped_release release;
+              r = s.get(key, max_size);
+            }
+            auto v = value_or_throw(std::move(r));
+            if (!v) return nb::none();
+            return nb::bytes(reinterpret_cast<const char*>(v->data()), v->size());
+          },
+          "key"_a, "max_size"_a = Store::kNoLimit);
   nb::class_<FileStore, Store>(m, "FileStore");
   m.def("open_file_store", [](const std::string& root) -> std::shared_ptr<Store> {
     return value_or_throw(FileStore::open(root));

@@ -1,6 +1,7 @@
 // Bindings of the reference stores: Kerchunk reference sets and Icechunk repositories
 // (python/zarrflow/_kerchunk.py and _icechunk.py build them from URLs and options).
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -73,15 +74,19 @@ void bind_reference_stores(nb::module_& m) {
       });
   m.def(
       "open_icechunk_repository",
-      [](std::shared_ptr<Store> storage) {
+      [](std::shared_ptr<Store> storage, std::optional<std::uint64_t> max_metadata_bytes,
+         std::optional<std::uint64_t> max_manifest_bytes) {
+        icechunk::IcechunkLimits limits;
+        if (max_metadata_bytes) limits.max_metadata_bytes = *max_metadata_bytes;
+        if (max_manifest_bytes) limits.max_manifest_bytes = *max_manifest_bytes;
         Result<std::shared_ptr<const Repository>> r = internal_error("unset");
         {
           nb::gil_scoped_release release;
-          r = Repository::open(std::move(storage));
+          r = Repository::open(std::move(storage), limits);
         }
         return std::const_pointer_cast<Repository>(value_or_throw(std::move(r)));
       },
-      "storage"_a);
+      "storage"_a, "max_metadata_bytes"_a = nb::none(), "max_manifest_bytes"_a = nb::none());
   nb::class_<IcechunkStore, ReferenceStore>(m, "IcechunkStore")
       .def_prop_ro("snapshot_id", [](const IcechunkStore& s) { return s.ref().snapshot_id; })
       .def_prop_ro("ref_kind", [](const IcechunkStore& s) { return s.ref().kind; })
@@ -90,6 +95,7 @@ void bind_reference_stores(nb::module_& m) {
       .def_prop_ro("message", &IcechunkStore::message)
       .def_prop_ro("flushed_at_us", &IcechunkStore::flushed_at_us)
       .def_prop_ro("node_count", &IcechunkStore::node_count)
+      .def_prop_ro("manifests_loaded", &IcechunkStore::manifests_loaded)
       .def("chunk_counts", [](const IcechunkStore& s, const std::string& path) {
         Result<icechunk::ChunkCounts> r = internal_error("unset");
         {

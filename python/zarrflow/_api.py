@@ -27,9 +27,11 @@ def _numpy_dtype(name: str) -> np.dtype:
 
 def _store_and_path(path: str | os.PathLike,
                     storage_options: dict[str, Any] | None = None, *, ref: str | None = None,
-                    virtual_chunk_containers: Any = None) -> tuple[_core.Store, str]:
+                    virtual_chunk_containers: Any = None,
+                    limits: dict[str, int] | None = None) -> tuple[_core.Store, str]:
     """The core store for ``path``: an Icechunk repository or a Kerchunk reference set when the
-    path is one (``_icechunk``, ``_kerchunk``), else a local directory or a remote store."""
+    path is one (``_icechunk``, ``_kerchunk``), else a local directory or a remote store.
+    ``limits``: open()'s, of which repositories use their metadata caps."""
     from . import _icechunk, _kerchunk
     from ._virtual import check_containers_argument
 
@@ -41,10 +43,11 @@ def _store_and_path(path: str | os.PathLike,
         return _kerchunk.open_references(p, storage_options, containers), ""
     if is_remote(p):
         if ref is not None:
-            return _icechunk.open_remote_repository(p, storage_options, ref, containers), ""
+            return _icechunk.open_remote_repository(p, storage_options, ref, containers,
+                                                    limits), ""
         store = open_remote(p, storage_options)
         if containers:  # virtual chunks: an Icechunk repository
-            return _icechunk.open_repository(p, store, None, containers), ""
+            return _icechunk.open_repository(p, store, None, containers, limits), ""
         return store, ""
     if p.startswith("file://"):
         p = p[len("file://"):]
@@ -56,7 +59,8 @@ def _store_and_path(path: str | os.PathLike,
         if storage_options:
             raise ValueError("storage_options apply to remote URLs (s3://, gs://, http(s)://) "
                              "and reference:// only")
-        return _icechunk.open_repository(p, _core.open_file_store(p), ref, containers), ""
+        return _icechunk.open_repository(p, _core.open_file_store(p), ref, containers,
+                                         limits), ""
     if ref is not None:
         raise NodeNotFoundError(f"'{p}' is not an Icechunk repository (ref= needs one)")
     if _kerchunk.looks_like_reference_file(p):
@@ -76,13 +80,15 @@ def _open_remote_node(path: str, store: Any, zarr_format: int | None, consolidat
     from . import _icechunk
 
     try:
-        return _core.open_node(store, "", zarr_format, consolidated, **limits), store
+        return _core.open_node(store, "", zarr_format, consolidated,
+                               **_node_limits(limits)), store
     except NodeNotFoundError as original:
         try:
-            repo_store = _icechunk.open_repository(path, store, None, {})
+            repo_store = _icechunk.open_repository(path, store, None, {}, limits)
         except NodeNotFoundError:
             raise original from None
-        return _core.open_node(repo_store, "", zarr_format, consolidated, **limits), repo_store
+        return _core.open_node(repo_store, "", zarr_format, consolidated,
+                               **_node_limits(limits)), repo_store
 
 
 def _wrap(node: Any, executor: _core.Executor) -> "Array | Group":
@@ -91,7 +97,12 @@ def _wrap(node: Any, executor: _core.Executor) -> "Array | Group":
     return Group(node, executor)
 
 
-_LIMITS = ("max_chunk_bytes", "max_metadata_bytes", "max_metadata_depth")
+_NODE_LIMITS = ("max_chunk_bytes", "max_metadata_bytes", "max_metadata_depth")
+_LIMITS = _NODE_LIMITS + ("max_manifest_bytes",)
+
+
+def _node_limits(limits: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in limits.items() if k in _NODE_LIMITS}
 
 
 def open(path: str | os.PathLike, *, zarr_format: int | None = None,
@@ -132,8 +143,10 @@ def open(path: str | os.PathLike, *, zarr_format: int | None = None,
     limits : dict, optional
         Bounds on what a store's metadata may make zarrflow read or allocate, for this node and
         everything opened through it: ``max_chunk_bytes`` (decoded bytes of one chunk,
-        default 2 GiB), ``max_metadata_bytes`` (one metadata document, default 64 MiB),
-        ``max_metadata_depth`` (JSON nesting, default 256).
+        default 2 GiB), ``max_metadata_bytes`` (one metadata document, default 64 MiB; also
+        an Icechunk snapshot, repo info file or config.yaml, stored and decompressed),
+        ``max_metadata_depth`` (JSON nesting, default 256), ``max_manifest_bytes`` (one
+        Icechunk manifest, decompressed, default 1 GiB).
 
     Returns
     -------
@@ -173,13 +186,15 @@ def open(path: str | os.PathLike, *, zarr_format: int | None = None,
             raise ValueError(unknown_name("limit", name, _LIMITS))
     p = os.fspath(path)
     store, node_path = _store_and_path(path, storage_options, ref=ref,
-                                       virtual_chunk_containers=virtual_chunk_containers)
+                                       virtual_chunk_containers=virtual_chunk_containers,
+                                       limits=limits)
     consolidated = use_consolidated is not False
     if is_remote(p) and ref is None and not virtual_chunk_containers \
             and not isinstance(store, _core.ReferenceStore):
         node, store = _open_remote_node(p, store, zarr_format, consolidated, limits)
     else:
-        node = _core.open_node(store, node_path, zarr_format, consolidated, **limits)
+        node = _core.open_node(store, node_path, zarr_format, consolidated,
+                               **_node_limits(limits))
     if use_consolidated and isinstance(node, _core.Group) and not node.consolidated:
         raise MetadataError(f"'{os.fspath(path)}' has no consolidated metadata "
                             f"(use_consolidated=True; pass None or False to list the store)")

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from . import _core
 from ._remote import is_remote, open_remote
 from ._virtual import build_containers, normalize_prefix
-from .errors import MetadataError, UnsupportedError
+from .errors import CorruptChunkError, MetadataError, UnsupportedError
 
 
 def local_repository(path: str) -> bool:
@@ -57,7 +57,7 @@ def _yaml_containers(text: bytes) -> dict[str, dict[str, Any]]:
         raise UnsupportedError("reading a spec-1 Icechunk configuration needs PyYAML: "
                                "pip install pyyaml") from None
 
-    class Loader(yaml.SafeLoader):
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's parser when built
         pass
 
     def tagged(loader: Any, suffix: str, node: Any) -> dict:
@@ -101,24 +101,40 @@ def _json_containers(config: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def container_defaults(repo: Any, storage: Any) -> dict[str, dict[str, Any]]:
+#: The ``open(limits=...)`` entries that bound a repository's metadata files: snapshots, the repo
+#: info file and config.yaml (``max_metadata_bytes``), manifests (``max_manifest_bytes``).
+LIMITS = ("max_metadata_bytes", "max_manifest_bytes")
+_DEFAULT_METADATA_BYTES = 64 << 20
+
+
+def container_defaults(repo: Any, storage: Any,
+                       max_bytes: int = _DEFAULT_METADATA_BYTES) -> dict[str, dict[str, Any]]:
     if repo.spec_version >= 2:
         return _json_containers(json.loads(repo.config_json))
-    text = storage.get("config.yaml")
+    try:
+        text = storage.get("config.yaml", max_size=max_bytes)
+    except CorruptChunkError as e:
+        raise CorruptChunkError(f"{e} (the max_metadata_bytes limit)") from None
     return _yaml_containers(text) if text else {}
 
 
 def open_repository(path: str, storage: Any, ref: str | None,
-                    virtual_chunk_containers: Mapping[str, Any]) -> Any:
+                    virtual_chunk_containers: Mapping[str, Any],
+                    limits: Mapping[str, int] | None = None) -> Any:
     """The IcechunkStore of snapshot ``ref`` (default: branch main) of the repository in
-    ``storage``; raises NodeNotFoundError when ``storage`` holds no repository."""
-    repo = _core.open_icechunk_repository(storage)
-    defaults = container_defaults(repo, storage) if virtual_chunk_containers else {}
+    ``storage``; raises NodeNotFoundError when ``storage`` holds no repository. ``limits``: the
+    entries of ``LIMITS`` given to ``open``."""
+    caps = {k: v for k, v in (limits or {}).items() if k in LIMITS}
+    repo = _core.open_icechunk_repository(storage, **caps)
+    max_bytes = caps.get("max_metadata_bytes", _DEFAULT_METADATA_BYTES)
+    defaults = container_defaults(repo, storage, max_bytes) if virtual_chunk_containers else {}
     containers = build_containers(virtual_chunk_containers, defaults)
     display = path if is_remote(path) else os.path.abspath(path)
     return _core.open_icechunk_store(repo, ref or "main", containers, f"icechunk:{display}")
 
 
 def open_remote_repository(url: str, storage_options: Mapping[str, Any] | None, ref: str | None,
-                           virtual_chunk_containers: Mapping[str, Any]) -> Any:
-    return open_repository(url, open_remote(url, storage_options), ref, virtual_chunk_containers)
+                           virtual_chunk_containers: Mapping[str, Any],
+                           limits: Mapping[str, int] | None = None) -> Any:
+    return open_repository(url, open_remote(url, storage_options), ref, virtual_chunk_containers,
+                           limits)

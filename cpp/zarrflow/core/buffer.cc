@@ -6,6 +6,10 @@
 #include <new>
 #include <utility>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 namespace zarrflow {
 namespace {
 
@@ -23,6 +27,22 @@ std::byte* aligned_alloc_bytes(std::size_t n) {
 
 Buffer::Buffer(std::size_t size)
     : alloc_(aligned_alloc_bytes(size)), data_(alloc_), size_(size), capacity_(size) {}
+
+Buffer Buffer::huge_page_aligned(std::size_t size) {
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  const std::size_t rounded =
+      std::max<std::size_t>((size + kHugePage - 1) / kHugePage, 1) * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+#ifdef __linux__
+  madvise(p, rounded, MADV_HUGEPAGE);  // advice only: without THP the memory is used as it is
+#endif
+  Buffer b;
+  b.alloc_ = b.data_ = static_cast<std::byte*>(p);
+  b.size_ = size;
+  b.capacity_ = rounded;
+  return b;
+}
 
 Buffer Buffer::copy_of(ConstByteSpan bytes) {
   Buffer b(bytes.size());

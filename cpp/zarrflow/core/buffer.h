@@ -61,6 +61,11 @@ class Buffer {
   // Uninitialised buffer of `size` bytes (throws std::bad_alloc like any container).
   explicit Buffer(std::size_t size);
   static Buffer copy_of(ConstByteSpan bytes);
+  // Uninitialised buffer for one large value written once front to back (a decompressed
+  // metadata file of tens of MB): 2 MiB-aligned and, on Linux, advised for transparent huge
+  // pages, so that first writes take one page fault per 2 MiB instead of one per 4 KiB (for
+  // 100 MB, ~50 faults instead of ~25,000, about a third of the time zstd needs to fill it).
+  static Buffer huge_page_aligned(std::size_t size);
 
   Buffer(Buffer&& o) noexcept { swap(o); }
   Buffer& operator=(Buffer&& o) noexcept {

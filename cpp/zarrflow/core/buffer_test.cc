@@ -12,7 +12,7 @@ TEST(AllocationCache, KeepsWithinBudgetBestFitAtMostTwiceTheSize) {
   EXPECT_TRUE(cache.put(fake(1), 600).empty());
   EXPECT_TRUE(cache.put(fake(3), 400).empty());
   EXPECT_EQ(cache.cached_bytes(), 1000u);
-  EXPECT_EQ(cache.take(200).first, fake(3));  // 400 <= 2 * 200 + 4096: the smaller fits best
+  EXPECT_EQ(cache.take(200).first, fake(3));   // 400 <= 2 * 200 + 4096: the smaller fits best
   EXPECT_EQ(cache.take(5000).first, nullptr);  // nothing that large
   EXPECT_EQ(cache.take(550).first, fake(1));
   EXPECT_EQ(cache.cached_bytes(), 0u);
@@ -82,6 +82,27 @@ TEST(AllocationCache, BudgetOnlyRises) {
   EXPECT_TRUE(cache.put(fake(1), 250).empty());
   EXPECT_EQ(cache.drain().size(), 1u);
   EXPECT_EQ(cache.cached_bytes(), 0u);
+}
+
+// A huge-page-aligned buffer is a Buffer like any other: its size as asked, 2 MiB-aligned,
+// writable to the end, resizable within its capacity, freed by its destructor (ASan in CI).
+TEST(Buffer, HugePageAligned) {
+  constexpr std::size_t kHugePage = std::size_t{2} << 20;
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, kHugePage, kHugePage + 1}) {
+    Buffer b = Buffer::huge_page_aligned(size);
+    EXPECT_EQ(b.size(), size);
+    EXPECT_GE(b.capacity(), std::max<std::size_t>(size, 1));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % kHugePage, 0u);
+    if (size > 0) {
+      b.data()[0] = std::byte{1};
+      b.data()[size - 1] = std::byte{2};
+    }
+    Buffer moved = std::move(b);
+    moved.resize(moved.capacity());
+    moved.data()[moved.size() - 1] = std::byte{3};
+    moved.resize(moved.capacity() + 1);  // grows into an ordinary allocation, keeping the bytes
+    EXPECT_EQ(moved.data()[moved.size() - 2], std::byte{3});
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <memory>
+#include <new>
 #include <optional>
 
 #include "zarrflow/store/icechunk/manifest_generated.h"
@@ -17,8 +18,8 @@ namespace {
 constexpr unsigned char kMagic[12] = {0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7,
                                       0x8A, 0x43, 0x48, 0x55, 0x4E, 0x4B};  // ICE🧊CHUNK
 constexpr char kCrockford[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-// FlatBuffers buffers are below 2 GiB (32-bit offsets).
-constexpr std::uint64_t kMaxFlatBuffer = (std::uint64_t{1} << 31) - 1;
+// Payloads at least this large are decompressed into huge-page-backed memory.
+constexpr std::uint64_t kLargePayload = std::uint64_t{4} << 20;
 
 // The most a single zstd frame can decompress to, from its block headers (a compressed block
 // regenerates at most 128 KiB, raw and RLE blocks exactly their size); nullopt when the frame
@@ -110,43 +111,38 @@ Result<FileHeader> parse_header(ConstByteSpan bytes, FileType expected, std::str
   return h;
 }
 
-Result<Buffer> payload(ConstByteSpan bytes, const FileHeader& header, std::string_view what,
-                       std::uint64_t max_bytes) {
+std::uint64_t stored_size_cap(std::uint64_t cap) {
+  return kHeaderSize + ZSTD_COMPRESSBOUND(std::min(cap, kMaxPayloadBytes));
+}
+
+namespace {
+
+Status over_cap(std::string_view what, std::string_view verb, std::uint64_t bytes,
+                const SizeCap& cap) {
+  return corrupt_data(std::string(what) + ": the payload " + std::string(verb) + " " +
+                      (bytes > cap.bytes ? std::to_string(bytes) + " bytes, " : "") +
+                      "more than the " + std::to_string(cap.bytes) + " bytes allowed (the " +
+                      std::string(cap.name) + " limit)");
+}
+
+// Streams the frame into a buffer that doubles as it fills, up to cap.bytes: for frames whose
+// size cannot be bounded from their headers.
+Result<Buffer> decompress_growing(ZSTD_DCtx* dctx, ConstByteSpan frame, std::uint64_t first,
+                                  std::string_view what, const SizeCap& cap) {
   const std::string w(what);
-  max_bytes = std::min(max_bytes, kMaxFlatBuffer);
-  const ConstByteSpan body = bytes.subspan(kHeaderSize);
-  if (header.compression == 0) {
-    if (body.size() > max_bytes) return corrupt_data(w + ": payload too large");
-    return Buffer::copy_of(body);
-  }
-  // zstd, streamed into a growing buffer: the frame's declared size is only a first guess.
-  std::unique_ptr<ZSTD_DCtx, DctxDeleter> dctx(ZSTD_createDCtx());
-  if (!dctx) return internal_error("ZSTD_createDCtx failed");
-  std::uint64_t guess = ZSTD_getFrameContentSize(body.data(), body.size());
-  if (guess == ZSTD_CONTENTSIZE_ERROR)
-    return corrupt_data(w + ": the zstd payload has no valid frame header");
-  // Icechunk's frames do not record their size: bound it from the block headers, so that the
-  // payload is decompressed into one allocation (no regrowth copies of a 100 MB manifest).
-  if (guess == ZSTD_CONTENTSIZE_UNKNOWN) guess = frame_size_bound(body).value_or(body.size() * 4);
-  Buffer out(static_cast<std::size_t>(
-      std::min<std::uint64_t>(std::max<std::uint64_t>(guess, 64), max_bytes)));
-  ZSTD_inBuffer in{body.data(), body.size(), 0};
+  Buffer out(static_cast<std::size_t>(std::min(std::max<std::uint64_t>(first, 64), cap.bytes)));
+  ZSTD_inBuffer in{frame.data(), frame.size(), 0};
   std::size_t written = 0;
   for (;;) {
     if (written == out.size()) {
-      if (out.size() >= max_bytes)
-        return corrupt_data(w + ": the payload decompresses to more than " +
-                            std::to_string(max_bytes) + " bytes");
-      out.resize(static_cast<std::size_t>(std::min<std::uint64_t>(out.size() * 2, max_bytes)));
+      if (out.size() >= cap.bytes) return over_cap(what, "decompresses to", 0, cap);
+      out.resize(static_cast<std::size_t>(std::min<std::uint64_t>(out.size() * 2, cap.bytes)));
     }
     ZSTD_outBuffer o{out.data(), out.size(), written};
-    const std::size_t r = ZSTD_decompressStream(dctx.get(), &o, &in);
+    const std::size_t r = ZSTD_decompressStream(dctx, &o, &in);
     if (ZSTD_isError(r)) return corrupt_data(w + ": zstd: " + ZSTD_getErrorName(r));
     written = o.pos;
-    if (r == 0) {
-      if (in.pos != in.size) return corrupt_data(w + ": bytes after the end of the zstd payload");
-      break;
-    }
+    if (r == 0) break;
     if (in.pos == in.size && o.pos < o.size)
       return corrupt_data(w + ": the zstd payload is truncated");
   }
@@ -154,14 +150,116 @@ Result<Buffer> payload(ConstByteSpan bytes, const FileHeader& header, std::strin
   return out;
 }
 
-Status verify(ConstByteSpan buffer, FileType type, std::string_view what) {
-  if (buffer.size() > kMaxFlatBuffer) return corrupt_data(std::string(what) + ": too large");
+}  // namespace
+
+Result<Buffer> payload(ConstByteSpan bytes, const FileHeader& header, std::string_view what,
+                       SizeCap cap) {
+  const std::string w(what);
+  cap.bytes = std::min(cap.bytes, kMaxPayloadBytes);
+  const ConstByteSpan body = bytes.subspan(kHeaderSize);
+  if (header.compression == 0) {
+    if (body.size() > cap.bytes) return over_cap(what, "has", body.size(), cap);
+    return Buffer::copy_of(body);
+  }
+  const std::uint64_t declared = ZSTD_getFrameContentSize(body.data(), body.size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR)
+    return corrupt_data(w + ": the zstd payload has no valid frame header");
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > cap.bytes)
+    return over_cap(what, "declares", declared, cap);
+  const std::size_t frame_size = ZSTD_findFrameCompressedSize(body.data(), body.size());
+  if (ZSTD_isError(frame_size))
+    return corrupt_data(w + ": the zstd payload is truncated or corrupt (" +
+                        ZSTD_getErrorName(frame_size) + ")");
+  if (frame_size != body.size())
+    return corrupt_data(w + ": bytes after the end of the zstd payload");
+  const ConstByteSpan frame = body.first(frame_size);
+  std::unique_ptr<ZSTD_DCtx, DctxDeleter> dctx(ZSTD_createDCtx());
+  if (!dctx) return internal_error("ZSTD_createDCtx failed");
+  // icechunk 1.x's frames do not record their size; the block headers bound it (each block
+  // regenerates at most 128 KiB), so the payload goes straight into one buffer of that size.
+  const std::optional<std::uint64_t> bound =
+      declared != ZSTD_CONTENTSIZE_UNKNOWN ? std::optional(declared) : frame_size_bound(frame);
+  if (!bound || *bound > cap.bytes) {
+    try {
+      return decompress_growing(dctx.get(), frame, bound.value_or(frame.size() * 4), what, cap);
+    } catch (const std::bad_alloc&) {
+      return resource_exhausted(w + ": no memory to decompress its payload");
+    }
+  }
+  const auto n_alloc = static_cast<std::size_t>(std::max<std::uint64_t>(*bound, 1));
+  Buffer out;
+  try {
+    out = *bound >= kLargePayload ? Buffer::huge_page_aligned(n_alloc) : Buffer(n_alloc);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(w + ": no memory for its " + std::to_string(n_alloc) +
+                              "-byte payload");
+  }
+  const std::size_t n =
+      ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), frame.data(), frame.size());
+  if (ZSTD_isError(n)) return corrupt_data(w + ": zstd: " + ZSTD_getErrorName(n));
+  out.resize(n);
+  return out;
+}
+
+namespace {
+
+flatbuffers::Verifier::Options verifier_options(std::size_t buffer_size) {
   flatbuffers::Verifier::Options opts;
   opts.max_depth = 64;
   // Every table takes at least 4 bytes: a bound that admits any honest buffer.
-  opts.max_tables = static_cast<flatbuffers::uoffset_t>(buffer.size() / 4 + 16);
-  flatbuffers::Verifier v(reinterpret_cast<const std::uint8_t*>(buffer.data()), buffer.size(),
-                          opts);
+  opts.max_tables = static_cast<flatbuffers::uoffset_t>(buffer_size / 4 + 16);
+  return opts;
+}
+
+flatbuffers::Verifier verifier_of(ConstByteSpan buffer) {
+  return flatbuffers::Verifier(reinterpret_cast<const std::uint8_t*>(buffer.data()), buffer.size(),
+                               verifier_options(buffer.size()));
+}
+
+// The generated tables derive privately from flatbuffers::Table; the verifier's per-field
+// checks are reached through the Table they are.
+const flatbuffers::Table* as_table(const void* t) {
+  return reinterpret_cast<const flatbuffers::Table*>(t);
+}
+
+// generated::ArrayManifest::Verify without the loop over its chunk references.
+bool verify_array_manifest_table(flatbuffers::Verifier& v, const generated::ArrayManifest* a) {
+  using A = generated::ArrayManifest;
+  const flatbuffers::Table* t = as_table(a);
+  return t->VerifyTableStart(v) &&
+         t->VerifyFieldRequired<generated::ObjectId8>(v, A::VT_NODE_ID, 1) &&
+         t->VerifyOffsetRequired(v, A::VT_REFS) && v.VerifyVector(a->refs()) &&
+         t->VerifyOffset(v, A::VT_EXTRA) && v.VerifyVector(a->extra()) && v.EndTable();
+}
+
+// generated::Manifest::Verify, each ArrayManifest verified as above.
+bool verify_manifest_table(flatbuffers::Verifier& v, const std::uint8_t* buf) {
+  using M = generated::Manifest;
+  const auto root = v.VerifyOffset(0);
+  if (root == 0) return false;
+  const auto* m = reinterpret_cast<const M*>(buf + root);
+  const flatbuffers::Table* t = as_table(m);
+  if (!(t->VerifyTableStart(v) && t->VerifyFieldRequired<generated::ObjectId12>(v, M::VT_ID, 1) &&
+        t->VerifyOffsetRequired(v, M::VT_ARRAYS) && v.VerifyVector(m->arrays())))
+    return false;
+  for (const auto* a : *m->arrays())
+    if (!verify_array_manifest_table(v, a)) return false;
+  return t->VerifyOffset(v, M::VT_LOCATION_DICTIONARY) &&
+         v.VerifyVector(m->location_dictionary()) &&
+         t->VerifyField<std::uint8_t>(v, M::VT_COMPRESSION_ALGORITHM, 1) &&
+         t->VerifyOffset(v, M::VT_EXTRA) && v.VerifyVector(m->extra()) && v.EndTable();
+}
+
+Status corrupt_file(std::string_view what, FileType type) {
+  return corrupt_data(std::string(what) + ": the " + std::string(file_type_name(type)) +
+                      " is corrupt (FlatBuffers verification failed)");
+}
+
+}  // namespace
+
+Status verify(ConstByteSpan buffer, FileType type, std::string_view what) {
+  if (buffer.size() > kMaxPayloadBytes) return corrupt_data(std::string(what) + ": too large");
+  flatbuffers::Verifier v = verifier_of(buffer);
   bool ok = false;
   switch (type) {
     case FileType::kSnapshot:
@@ -176,10 +274,24 @@ Status verify(ConstByteSpan buffer, FileType type, std::string_view what) {
     case FileType::kTransactionLog:
       return unimplemented("transaction logs are not read");
   }
-  if (!ok)
-    return corrupt_data(std::string(what) + ": the " + std::string(file_type_name(type)) +
-                        " is corrupt (FlatBuffers verification failed)");
+  if (!ok) return corrupt_file(what, type);
   return {};
+}
+
+Status verify_manifest_tables(ConstByteSpan buffer, std::string_view what) {
+  if (buffer.size() > kMaxPayloadBytes) return corrupt_data(std::string(what) + ": too large");
+  // The root offset and the smallest table.
+  if (buffer.size() < 2 * sizeof(flatbuffers::uoffset_t))
+    return corrupt_file(what, FileType::kManifest);
+  flatbuffers::Verifier v = verifier_of(buffer);
+  if (!verify_manifest_table(v, reinterpret_cast<const std::uint8_t*>(buffer.data())))
+    return corrupt_file(what, FileType::kManifest);
+  return {};
+}
+
+bool chunk_ref_verified(ConstByteSpan buffer, const generated::ChunkRef* ref) {
+  flatbuffers::Verifier v = verifier_of(buffer);
+  return ref->Verify(v);
 }
 
 std::string encode_id(ConstByteSpan id) {

@@ -4,6 +4,7 @@
 #include <zstd.h>
 
 #include <cstring>
+#include <mutex>
 #include <random>
 
 #include "zarrflow/store/icechunk/icechunk_store.h"
@@ -43,10 +44,14 @@ std::array<std::uint8_t, 12> id12(std::uint8_t seed) {
   return id;
 }
 
-// A snapshot with a root group and one array "a" of one manifest, and that manifest with one
-// native chunk [0, 0] and one inline chunk [0, 1].
+// A snapshot with a root group and one array "a" (chunk grid 1 x 3) of one manifest, and that
+// manifest with one native chunk [0, 0], one inline chunk [0, 1] and one virtual chunk [0, 2]
+// whose location is kLocation.
+constexpr std::string_view kLocation = "file:///nowhere/LOCATION.nc";
+
 struct TinyRepo {
   std::vector<std::byte> snapshot, manifest;
+  std::vector<std::byte> manifest_payload;  // the FlatBuffers buffer, uncompressed
   std::array<std::uint8_t, 12> snapshot_id = id12(1), manifest_id = id12(2);
 
   TinyRepo() {
@@ -58,13 +63,16 @@ struct TinyRepo {
       auto native = CreateChunkRef(b, b.CreateVector<std::uint32_t>({0, 0}), 0, 4, 8, &chunk);
       auto inl = CreateChunkRef(b, b.CreateVector<std::uint32_t>({0, 1}),
                                 b.CreateVector<std::uint8_t>({9, 9, 9}));
+      auto virt = CreateChunkRef(b, b.CreateVector<std::uint32_t>({0, 2}), 0, 0, 4, nullptr,
+                                 b.CreateString(kLocation.data(), kLocation.size()));
       ObjectId8 nid{flatbuffers::span<const std::uint8_t, 8>(node)};
       auto am = CreateArrayManifest(
-          b, &nid, b.CreateVector(std::vector<flatbuffers::Offset<ChunkRef>>{native, inl}));
+          b, &nid, b.CreateVector(std::vector<flatbuffers::Offset<ChunkRef>>{native, inl, virt}));
       ObjectId12 mid{flatbuffers::span<const std::uint8_t, 12>(manifest_id)};
       b.Finish(CreateManifest(b, &mid,
                               b.CreateVector(std::vector<flatbuffers::Offset<ArrayManifest>>{am})));
-      manifest = frame(FileType::kManifest, bytes_of(b.GetBufferPointer(), b.GetSize()));
+      manifest_payload = bytes_of(b.GetBufferPointer(), b.GetSize());
+      manifest = frame(FileType::kManifest, manifest_payload);
     }
     {
       flatbuffers::FlatBufferBuilder b;
@@ -74,9 +82,9 @@ struct TinyRepo {
           CreateNodeSnapshot(b, &rid, b.CreateString("/"), b.CreateVector<std::uint8_t>({'{', '}'}),
                              NodeData::Group, CreateGroupNodeData(b).Union());
       ObjectId12 mid{flatbuffers::span<const std::uint8_t, 12>(manifest_id)};
-      std::vector<ChunkIndexRange> extents{{0, 1}, {0, 2}};
+      std::vector<ChunkIndexRange> extents{{0, 1}, {0, 3}};
       auto mref = CreateManifestRef(b, &mid, b.CreateVectorOfStructs(extents));
-      std::vector<DimensionShape> shape{{1, 1}, {2, 1}};
+      std::vector<DimensionShape> shape{{1, 1}, {3, 1}};
       auto array =
           CreateArrayNodeData(b, b.CreateVectorOfStructs(shape), 0,
                               b.CreateVector(std::vector<flatbuffers::Offset<ManifestRef>>{mref}));
@@ -157,6 +165,242 @@ TEST(IcechunkFormat, ReadsATinyRepository) {
   EXPECT_EQ(*(*s)->list_dir(""), (std::vector<std::string>{"a", "zarr.json"}));
   EXPECT_EQ((*s)->chunk_counts("a")->native, 1u);
   EXPECT_EQ((*s)->chunk_counts("a")->inline_, 1u);
+  EXPECT_EQ((*s)->chunk_counts("a")->virtual_, 1u);
+  // The virtual chunk is outside every authorised container (there are none): refused.
+  EXPECT_EQ((*s)->get("a/c/0/2").status().code(), ErrorCode::kPathEscape);
+}
+
+// A store that records the keys read from it, over a MemoryStore.
+class RecordingStore final : public Store {
+ public:
+  explicit RecordingStore(std::shared_ptr<MemoryStore> inner) : inner_(std::move(inner)) {}
+  Result<std::optional<Buffer>> get(std::string_view key, std::uint64_t max_size) const override {
+    record(key);
+    return inner_->get(key, max_size);
+  }
+  Result<std::optional<std::vector<Buffer>>> get_ranges(
+      std::string_view key, std::span<const ByteRange> ranges) const override {
+    record(key);
+    return inner_->get_ranges(key, ranges);
+  }
+  Result<std::optional<std::uint64_t>> size(std::string_view key) const override {
+    return inner_->size(key);
+  }
+  Result<std::vector<ListEntry>> list(std::string_view prefix) const override {
+    return inner_->list(prefix);
+  }
+  Result<std::vector<std::string>> list_dir(std::string_view prefix) const override {
+    return inner_->list_dir(prefix);
+  }
+  Status set(std::string_view key, ConstByteSpan value) override { return inner_->set(key, value); }
+  std::string describe_key(std::string_view key) const override {
+    return inner_->describe_key(key);
+  }
+  // How many reads of keys starting with `prefix` there were.
+  int reads(std::string_view prefix) const {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (const auto& k : keys_) n += k.starts_with(prefix);
+    return n;
+  }
+
+ private:
+  void record(std::string_view key) const {
+    std::lock_guard lock(mu_);
+    keys_.emplace_back(key);
+  }
+  std::shared_ptr<MemoryStore> inner_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::string> keys_;
+};
+
+// Opening a snapshot and its arrays' metadata reads no manifest; the first chunk read loads the
+// manifest that covers it, once.
+TEST(IcechunkFormat, ManifestsAreReadWhenTheirChunksAreNotAtOpen) {
+  TinyRepo repo;
+  auto storage = std::make_shared<RecordingStore>(repo.store());
+  auto r = Repository::open(storage);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  auto s = IcechunkStore::open(*r, "main", {}, "tiny");
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  ASSERT_TRUE((*s)->get("zarr.json")->has_value());
+  ASSERT_TRUE((*s)->get("a/zarr.json")->has_value());
+  EXPECT_EQ((*s)->list_dir("a")->size(), 2u);  // zarr.json, c
+  EXPECT_EQ(storage->reads("snapshots/"), 1);
+  EXPECT_EQ(storage->reads("manifests/"), 0);
+  EXPECT_EQ((*s)->manifests_loaded(), 0u);
+  ASSERT_TRUE((*s)->get("a/c/0/1")->has_value());
+  ASSERT_TRUE((*s)->get("a/c/0/0")->has_value());
+  EXPECT_EQ(storage->reads("manifests/"), 1);
+  EXPECT_EQ((*s)->manifests_loaded(), 1u);
+  EXPECT_EQ(storage->reads("chunks/"), 1);
+}
+
+// Where `needle` is in `haystack` (it must be).
+std::size_t find_bytes(const std::vector<std::byte>& haystack, std::string_view needle) {
+  const auto* h = reinterpret_cast<const char*>(haystack.data());
+  const std::string_view all(h, haystack.size());
+  const std::size_t at = all.find(needle);
+  EXPECT_NE(at, std::string_view::npos);
+  return at;
+}
+
+// A chunk reference is verified when a read reaches it: a manifest whose third reference is
+// corrupt opens and serves the other two; reading the third, or counting all, is an error naming
+// the manifest.
+TEST(IcechunkFormat, ChunkReferencesAreVerifiedWhenReached) {
+  TinyRepo repo;
+  std::vector<std::byte> payload = repo.manifest_payload;
+  const std::size_t at = find_bytes(payload, kLocation);
+  const std::uint32_t huge = 0x7ffffff0;  // the location's length prefix, now past the end
+  std::memcpy(payload.data() + at - 4, &huge, 4);
+  auto store = repo.store();
+  ASSERT_TRUE(
+      store->set("manifests/" + encode_id(repo.manifest_id), frame(FileType::kManifest, payload))
+          .ok());
+  auto r = Repository::open(store);
+  ASSERT_TRUE(r.ok());
+  auto s = IcechunkStore::open(*r, "main", {}, "tiny");
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_TRUE((*s)->get("a/c/0/0")->has_value());
+  EXPECT_TRUE((*s)->get("a/c/0/1")->has_value());
+  for (auto st : {(*s)->get("a/c/0/2").status(), (*s)->chunk_counts("a").status()}) {
+    EXPECT_EQ(st.code(), ErrorCode::kCorruptData);
+    EXPECT_NE(st.message().find("manifest"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(encode_id(repo.manifest_id)), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("FlatBuffers verification failed"), std::string::npos);
+  }
+  // The same buffer fails the whole-buffer verifier, and passes the tables-only one.
+  EXPECT_FALSE(verify(payload, FileType::kManifest, "m").ok());
+  EXPECT_TRUE(verify_manifest_tables(payload, "m").ok());
+  EXPECT_TRUE(verify_manifest_tables(repo.manifest_payload, "m").ok());
+  // A corrupt table above the chunk references fails at once.
+  std::vector<std::byte> root_broken = repo.manifest_payload;
+  const std::uint32_t out_of_bounds = 0x7fffff00;
+  std::memcpy(root_broken.data(), &out_of_bounds, 4);
+  EXPECT_FALSE(verify_manifest_tables(root_broken, "m").ok());
+  EXPECT_FALSE(verify_manifest_tables(ConstByteSpan(repo.manifest_payload).first(6), "m").ok());
+}
+
+// An Icechunk file of `payload` (stored, uncompressed).
+std::vector<std::byte> stored_file(FileType type, ConstByteSpan payload) {
+  std::vector<std::byte> out = frame(type, {});
+  out.resize(kHeaderSize);
+  out[38] = std::byte(0);
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+// A zstd frame that declares `declared` bytes of content and holds one raw block of one byte.
+std::vector<std::byte> frame_declaring(std::uint64_t declared) {
+  std::vector<std::uint8_t> z{0x28, 0xB5, 0x2F, 0xFD, 0xE0};  // single segment, 8-byte size
+  for (int i = 0; i < 8; ++i) z.push_back(std::uint8_t(declared >> (8 * i)));
+  z.insert(z.end(), {0x09, 0x00, 0x00, 0x41});  // last block, raw, 1 byte: 'A'
+  std::vector<std::byte> out = frame(FileType::kManifest, {});
+  out.resize(kHeaderSize);
+  for (auto b : z) out.push_back(std::byte(b));
+  return out;
+}
+
+// The decompressed size is checked against the cap before the payload is allocated: a frame
+// declaring a terabyte is refused at once, a frame that does not declare its size is refused
+// when it passes the cap, and a stored payload larger than the cap is refused.
+TEST(IcechunkFormat, PayloadSizeIsCappedBeforeAllocation) {
+  const SizeCap cap{1000, "max_manifest_bytes"};
+  const auto tera = frame_declaring(std::uint64_t{1} << 40);
+  auto h = parse_header(tera, FileType::kManifest, "m");
+  ASSERT_TRUE(h.ok());
+  auto p = payload(tera, *h, "manifests/X", cap);
+  EXPECT_EQ(p.status().code(), ErrorCode::kCorruptData);
+  EXPECT_NE(p.status().message().find("manifests/X: the payload declares 1099511627776 bytes"),
+            std::string::npos)
+      << p.status().message();
+  EXPECT_NE(p.status().message().find("max_manifest_bytes"), std::string::npos);
+  EXPECT_FALSE(payload(tera, *h, "m").ok());  // above the FlatBuffers ceiling too
+
+  // 64 KiB of zeros, compressed without recording the size.
+  std::vector<std::byte> zeros(64 << 10), z(ZSTD_compressBound(zeros.size()));
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0);
+  ZSTD_outBuffer o{z.data(), z.size(), 0};
+  ZSTD_inBuffer in{zeros.data(), zeros.size(), 0};
+  ASSERT_EQ(ZSTD_compressStream2(cctx, &o, &in, ZSTD_e_end), 0u);
+  ZSTD_freeCCtx(cctx);
+  std::vector<std::byte> file = frame(FileType::kManifest, {});
+  file.resize(kHeaderSize);
+  file.insert(file.end(), z.begin(), z.begin() + static_cast<std::ptrdiff_t>(o.pos));
+  ASSERT_EQ(ZSTD_getFrameContentSize(file.data() + kHeaderSize, o.pos), ZSTD_CONTENTSIZE_UNKNOWN);
+  h = parse_header(file, FileType::kManifest, "m");
+  auto small = payload(file, *h, "m", cap);
+  EXPECT_EQ(small.status().code(), ErrorCode::kCorruptData);
+  EXPECT_NE(small.status().message().find("more than the 1000 bytes allowed (the "
+                                          "max_manifest_bytes limit)"),
+            std::string::npos)
+      << small.status().message();
+  auto fits = payload(file, *h, "m", {64 << 10, "max_manifest_bytes"});
+  ASSERT_TRUE(fits.ok()) << fits.status().to_string();
+  EXPECT_EQ(fits->size(), zeros.size());
+
+  // Trailing bytes after the frame, and a truncated frame.
+  auto trailing = file;
+  trailing.push_back(std::byte(0));
+  EXPECT_FALSE(payload(trailing, *h, "m").ok());
+  auto cut = ConstByteSpan(file).first(file.size() - 3);
+  EXPECT_FALSE(payload(cut, *h, "m").ok());
+
+  const auto stored = stored_file(FileType::kManifest, zeros);
+  auto stored_header = parse_header(stored, FileType::kManifest, "m");
+  ASSERT_TRUE(stored_header.ok());
+  EXPECT_EQ(payload(stored, *stored_header, "m", cap).status().code(), ErrorCode::kCorruptData);
+  EXPECT_TRUE(payload(stored, *stored_header, "m").ok());
+}
+
+// Every metadata file is read within its cap: the snapshot and the repo info file within
+// max_metadata_bytes, manifests within max_manifest_bytes (stored and decompressed), ref files
+// within kMaxRefFileBytes; the error names the file and the limit.
+TEST(IcechunkFormat, MetadataFilesAreReadWithinTheirCaps) {
+  TinyRepo repo;
+  auto r = Repository::open(repo.store(), {.max_metadata_bytes = 100});
+  ASSERT_TRUE(r.ok());
+  auto s = IcechunkStore::open(*r, "main", {}, "tiny");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("snapshots/" + encode_id(repo.snapshot_id)),
+            std::string::npos)
+      << s.status().message();
+  EXPECT_NE(s.status().message().find("max_metadata_bytes"), std::string::npos);
+
+  r = Repository::open(repo.store(), {.max_manifest_bytes = 100});
+  s = IcechunkStore::open(*r, "main", {}, "tiny");
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE((*s)->get("a/zarr.json")->has_value());
+  auto chunk = (*s)->get("a/c/0/0");
+  ASSERT_FALSE(chunk.ok());
+  EXPECT_NE(chunk.status().message().find("manifests/" + encode_id(repo.manifest_id)),
+            std::string::npos)
+      << chunk.status().message();
+  EXPECT_NE(chunk.status().message().find("max_manifest_bytes"), std::string::npos);
+
+  // A manifest whose stored size alone exceeds the cap is refused before it is read whole.
+  auto store = repo.store();
+  std::vector<std::byte> big = repo.manifest;
+  big.resize(stored_size_cap(100) + 1);
+  ASSERT_TRUE(store->set("manifests/" + encode_id(repo.manifest_id), big).ok());
+  r = Repository::open(store, {.max_manifest_bytes = 100});
+  chunk = (*IcechunkStore::open(*r, "main", {}, "tiny"))->get("a/c/0/0");
+  ASSERT_FALSE(chunk.ok());
+  EXPECT_NE(chunk.status().message().find("max_manifest_bytes"), std::string::npos)
+      << chunk.status().message();
+
+  store = repo.store();
+  const std::string padded = "{\"snapshot\":\"" + encode_id(repo.snapshot_id) + "\"" +
+                             std::string(kMaxRefFileBytes, ' ') + "}";
+  ASSERT_TRUE(store->set("refs/branch.main/ref.json", std::string_view(padded)).ok());
+  r = Repository::open(store);
+  ASSERT_TRUE(r.ok());
+  s = IcechunkStore::open(*r, "main", {}, "tiny");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("refs/branch.main/ref.json"), std::string::npos)
+      << s.status().message();
 }
 
 // Every truncation and many byte flips of the snapshot and manifest payloads: errors, never
@@ -187,8 +431,10 @@ TEST(IcechunkFormat, CorruptPayloadsAreRefusedNotRead) {
       ASSERT_TRUE(r.ok());
       auto s = IcechunkStore::open(*r, "main", {}, "tiny");
       if (!s.ok()) continue;  // refused: fine
-      for (const char* k : {"a/c/0/0", "a/c/0/1", "a/zarr.json", "zarr.json"}) (void)(*s)->get(k);
+      for (const char* k : {"a/c/0/0", "a/c/0/1", "a/c/0/2", "a/zarr.json", "zarr.json"})
+        (void)(*s)->get(k);
       (void)(*s)->list("");
+      (void)(*s)->chunk_counts("a");
     }
   }
 }

@@ -20,16 +20,34 @@ using json = nlohmann::json;
 
 constexpr std::uint64_t kMaxLocationBytes = 64 << 10;  // a decompressed virtual chunk URL
 
-// Reads, checks and verifies one metadata file; nullopt when it does not exist.
-Result<std::optional<Buffer>> read_file(const Store& storage, const std::string& key,
-                                        FileType type) {
-  ZF_ASSIGN_OR_RETURN(auto raw, storage.get(key));
-  if (!raw) return std::optional<Buffer>();
+// Reads and checks one metadata file within `cap` (its stored size, then its decompressed
+// size, each before the buffer is allocated) and decompresses it; nullopt when it does not
+// exist. The payload is verified by the caller (verify(), or verify_manifest_tables()).
+Result<std::optional<Buffer>> read_file(const Store& storage, const std::string& key, FileType type,
+                                        const SizeCap& cap) {
   const std::string what = storage.describe_key(key);
-  ZF_ASSIGN_OR_RETURN(FileHeader header, parse_header(raw->span(), type, what));
-  ZF_ASSIGN_OR_RETURN(Buffer body, payload(raw->span(), header, what));
-  ZF_RETURN_IF_ERROR(verify(body.span(), type, what));
+  const std::uint64_t stored_cap = stored_size_cap(cap.bytes);
+  auto raw = storage.get(key, stored_cap);
+  if (!raw.ok())
+    return std::move(raw).take_status().annotate(
+        "reading the " + std::string(file_type_name(type)) + " within the " +
+        std::string(cap.name) + " limit (" + std::to_string(cap.bytes) +
+        " bytes decompressed, at most " + std::to_string(stored_cap) + " stored)");
+  if (!*raw) return std::optional<Buffer>();
+  ZF_ASSIGN_OR_RETURN(FileHeader header, parse_header((*raw)->span(), type, what));
+  ZF_ASSIGN_OR_RETURN(Buffer body, payload((*raw)->span(), header, what, cap));
   return std::optional(std::move(body));
+}
+
+Result<std::optional<Buffer>> read_verified_file(const Store& storage, const std::string& key,
+                                                 FileType type, const SizeCap& cap) {
+  ZF_ASSIGN_OR_RETURN(auto body, read_file(storage, key, type, cap));
+  if (body) ZF_RETURN_IF_ERROR(verify(body->span(), type, storage.describe_key(key)));
+  return body;
+}
+
+SizeCap metadata_cap(const IcechunkLimits& limits) {
+  return {limits.max_metadata_bytes, "max_metadata_bytes"};
 }
 
 template <std::size_t N, typename Id>
@@ -129,10 +147,13 @@ int compare_index(const flatbuffers::Vector<std::uint32_t>* index,
 // ---------------------------------------------------------------------------------------------
 // Repository
 
-Result<std::shared_ptr<const Repository>> Repository::open(std::shared_ptr<const Store> storage) {
+Result<std::shared_ptr<const Repository>> Repository::open(std::shared_ptr<const Store> storage,
+                                                           IcechunkLimits limits) {
   std::shared_ptr<Repository> repo(new Repository());
   repo->storage_ = storage;
-  ZF_ASSIGN_OR_RETURN(auto info, read_file(*storage, "repo", FileType::kRepoInfo));
+  repo->limits_ = limits;
+  ZF_ASSIGN_OR_RETURN(
+      auto info, read_verified_file(*storage, "repo", FileType::kRepoInfo, metadata_cap(limits)));
   if (info) {
     const auto* root = generated::GetRepo(info->data());
     if (root->spec_version() != 2)
@@ -154,9 +175,13 @@ Result<std::shared_ptr<const Repository>> Repository::open(std::shared_ptr<const
 }
 
 Result<std::optional<std::string>> Repository::read_ref_file(const std::string& key) const {
-  ZF_ASSIGN_OR_RETURN(auto raw, storage_->get(key));
-  if (!raw) return std::optional<std::string>();
   const std::string what = storage_->describe_key(key);
+  auto got = storage_->get(key, kMaxRefFileBytes);
+  if (!got.ok())
+    return std::move(got).take_status().annotate("ref file (at most " +
+                                                 std::to_string(kMaxRefFileBytes) + " bytes)");
+  auto& raw = *got;
+  if (!raw) return std::optional<std::string>();
   json doc = json::parse(reinterpret_cast<const char*>(raw->data()),
                          reinterpret_cast<const char*>(raw->data()) + raw->size(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("snapshot") ||
@@ -300,7 +325,8 @@ Result<std::shared_ptr<IcechunkStore>> IcechunkStore::open(std::shared_ptr<const
 Status IcechunkStore::load_snapshot(const std::string& id) {
   const std::string key = "snapshots/" + id;
   const Store& storage = *repo_->storage();
-  ZF_ASSIGN_OR_RETURN(auto body, read_file(storage, key, FileType::kSnapshot));
+  ZF_ASSIGN_OR_RETURN(auto body, read_verified_file(storage, key, FileType::kSnapshot,
+                                                    metadata_cap(repo_->limits())));
   if (!body)
     return not_found(storage.describe_key(key) + ": the snapshot of " + ref_.kind + " '" +
                      ref_.name + "' does not exist");
@@ -358,28 +384,37 @@ Result<std::shared_ptr<const IcechunkStore::Manifest>> IcechunkStore::manifest(
   std::call_once(slot->once, [&] {
     const std::string key = "manifests/" + encode_id(id);
     const Store& storage = *repo_->storage();
-    auto body = read_file(storage, key, FileType::kManifest);
+    const std::string what = storage.describe_key(key);
+    auto body = read_file(storage, key, FileType::kManifest,
+                          {repo_->limits().max_manifest_bytes, "max_manifest_bytes"});
     if (!body.ok()) {
       slot->status = std::move(body).take_status();
       return;
     }
     if (!*body) {
-      slot->status = not_found(storage.describe_key(key) + ": a manifest of snapshot " +
-                               ref_.snapshot_id + " does not exist");
+      slot->status =
+          not_found(what + ": a manifest of snapshot " + ref_.snapshot_id + " does not exist");
       return;
     }
+    // The tables down to the chunk references; each of those is verified when a read reaches
+    // it (find_chunk_ref, for_each_chunk).
+    if (Status v = verify_manifest_tables((*body)->span(), what); !v.ok()) {
+      slot->status = std::move(v);
+      return;
+    }
+    manifests_loaded_.fetch_add(1, std::memory_order_relaxed);
     auto m = std::make_shared<Manifest>();
     m->payload = std::move(**body);
     m->root = generated::GetManifest(m->payload.data());
     if (std::memcmp(m->root->id()->bytes()->Data(), id.data(), 12) != 0) {
-      slot->status = corrupt_data(storage.describe_key(key) + ": the file holds manifest " +
+      slot->status = corrupt_data(what + ": the file holds manifest " +
                                   encode_id(id_bytes<12>(m->root->id())));
       return;
     }
     if (const auto* dict = m->root->location_dictionary(); dict != nullptr && dict->size() > 0) {
       m->dictionary = ZSTD_createDDict(dict->data(), dict->size());
       if (m->dictionary == nullptr) {
-        slot->status = corrupt_data(storage.describe_key(key) + ": unusable location dictionary");
+        slot->status = corrupt_data(what + ": unusable location dictionary");
         return;
       }
     }
@@ -387,6 +422,32 @@ Result<std::shared_ptr<const IcechunkStore::Manifest>> IcechunkStore::manifest(
   });
   if (!slot->status.ok()) return slot->status;
   return slot->manifest;
+}
+
+std::size_t IcechunkStore::manifests_loaded() const {
+  return manifests_loaded_.load(std::memory_order_relaxed);
+}
+
+Result<const generated::ChunkRef*> IcechunkStore::find_chunk_ref(
+    const Manifest& m, const Node& node, std::span<const std::uint32_t> coords) const {
+  const auto* am = m.array(node.id);
+  if (am == nullptr) return nullptr;
+  const auto* refs = am->refs();
+  std::size_t lo = 0, hi = refs->size();
+  while (lo < hi) {  // sorted by index
+    const std::size_t mid = (lo + hi) / 2;
+    const auto* r = refs->Get(static_cast<flatbuffers::uoffset_t>(mid));
+    if (!chunk_ref_verified(m.payload.span(), r))
+      return corrupt_data("chunk reference " + std::to_string(mid) +
+                          " of the manifest is corrupt (FlatBuffers verification failed)");
+    const int c = compare_index(r->index(), coords);
+    if (c == 0) return r;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return nullptr;
 }
 
 Result<std::optional<ChunkReference>> IcechunkStore::chunk_reference(
@@ -404,26 +465,12 @@ Result<std::optional<ChunkReference>> IcechunkStore::chunk_reference(
   }
   if (ptr == nullptr) return std::optional<ChunkReference>();
   ZF_ASSIGN_OR_RETURN(auto m, manifest(ptr->id));
-  const auto* am = m->array(node.id);
-  if (am == nullptr) return std::optional<ChunkReference>();
-  const auto* refs = am->refs();
-  std::size_t lo = 0, hi = refs->size();
-  const generated::ChunkRef* ref = nullptr;
-  while (lo < hi) {  // sorted by index
-    const std::size_t mid = (lo + hi) / 2;
-    const auto* r = refs->Get(static_cast<flatbuffers::uoffset_t>(mid));
-    const int c = compare_index(r->index(), coords);
-    if (c == 0) {
-      ref = r;
-      break;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+  // Named only when something is wrong: a read builds no message.
+  auto where = [&] { return describe_key(key) + " (manifest " + encode_id(ptr->id) + ")"; };
+  auto found = find_chunk_ref(*m, node, coords);
+  if (!found.ok()) return std::move(found).take_status().annotate(where());
+  const generated::ChunkRef* ref = *found;
   if (ref == nullptr) return std::optional<ChunkReference>();
-  const std::string what = describe_key(key) + " (manifest " + encode_id(ptr->id) + ")";
   if (const auto* data = ref->inline_()) {
     return std::optional(
         ChunkReference::of_inline({reinterpret_cast<const std::byte*>(data->data()), data->size()},
@@ -431,7 +478,7 @@ Result<std::optional<ChunkReference>> IcechunkStore::chunk_reference(
   }
   std::uint64_t end = 0;
   if (__builtin_add_overflow(ref->offset(), ref->length(), &end))
-    return corrupt_data(what + ": offset + length overflows");
+    return corrupt_data(where() + ": offset + length overflows");
   if (const auto* chunk = ref->chunk_id())
     return std::optional(ChunkReference::of_key("chunks/" + encode_id(id_bytes<12>(chunk)),
                                                 ref->offset(), ref->length()));
@@ -440,20 +487,20 @@ Result<std::optional<ChunkReference>> IcechunkStore::chunk_reference(
     location = std::string(view(loc));
   } else if (const auto* packed = ref->compressed_location()) {
     if (m->dictionary == nullptr)
-      return corrupt_data(what + ": a compressed location without a location dictionary");
+      return corrupt_data(where() + ": a compressed location without a location dictionary");
     std::unique_ptr<ZSTD_DCtx, void (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(),
                                                           [](ZSTD_DCtx* d) { ZSTD_freeDCtx(d); });
     location.resize(kMaxLocationBytes);
     const std::size_t n = ZSTD_decompress_usingDDict(dctx.get(), location.data(), location.size(),
                                                      packed->data(), packed->size(), m->dictionary);
     if (ZSTD_isError(n))
-      return corrupt_data(what + ": compressed location: " + ZSTD_getErrorName(n));
+      return corrupt_data(where() + ": compressed location: " + ZSTD_getErrorName(n));
     location.resize(n);
   } else {
-    return corrupt_data(what + ": a chunk reference that is neither inline, native nor virtual");
+    return corrupt_data(where() + ": a chunk reference that is neither inline, native nor virtual");
   }
   if (location.starts_with("vcc://"))
-    return unimplemented(what + ": container-relative location '" + location +
+    return unimplemented(where() + ": container-relative location '" + location +
                          "' (vcc://) is not supported");
   ChunkReference out =
       ChunkReference::of_location(std::move(location), ref->offset(), ref->length());
@@ -487,6 +534,10 @@ Status IcechunkStore::for_each_chunk(
     const auto* am = m->array(node.id);
     if (am == nullptr) continue;
     for (const auto* r : *am->refs()) {
+      if (!chunk_ref_verified(m->payload.span(), r))
+        return corrupt_data(repo_->storage()->describe_key("manifests/" + encode_id(ptr.id)) +
+                            ": a chunk reference of array '" + node.path +
+                            "' is corrupt (FlatBuffers verification failed)");
       coords.assign(r->index()->begin(), r->index()->end());
       if (coords.size() != ptr.extents.size()) continue;
       bool inside = true;
