@@ -11,7 +11,8 @@ cd "$ROOT"
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3-venv
   libzstd-dev liblz4-dev libblosc-dev libdeflate-dev libisal-dev libbz2-dev liblzma-dev nlohmann-json3-dev libgtest-dev libcurl4-openssl-dev libssl-dev
   flatbuffers-compiler libflatbuffers-dev
-  clang libclang-rt-dev llvm)  # clang + libFuzzer/sanitizer runtimes + llvm-symbolizer: scripts/fuzz.sh
+  clang libclang-rt-dev llvm  # clang + libFuzzer/sanitizer runtimes + llvm-symbolizer: scripts/fuzz.sh
+  nasm)  # ISA-L's assembly, for the wheels' static build of it (scripts/build_wheels.sh)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

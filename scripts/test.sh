@@ -4,12 +4,29 @@
 # Without pytest arguments (the whole suite, as CI runs it), it then builds the documentation
 # (docs/ and the API reference, warnings as errors) into build/docs and replays the fuzz corpora
 # under ASan + UBSan (scripts/fuzz.sh replay; docs/fuzzing.md).
+#
+# In CI (CI=true), or with ZARRFLOW_TEST_WHEEL=1, the Python suite runs against the CPU wheel as a
+# user installs it: scripts/build_wheels.sh builds it (static dependencies, glibc 2.27 floor),
+# scripts/wheel/smoke.sh installs it into a fresh environment and reads every codec there, and
+# pytest then imports zarrflow from a fresh virtual environment holding that wheel and the test
+# and docs extras, not from the development build.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 echo "==> C++ tests"
 ctest --test-dir build/venv --output-on-failure -j "$(nproc)"
+PYTEST_PY=.venv/bin/python
+if [ "${CI:-}" = true ] || [ "${ZARRFLOW_TEST_WHEEL:-0}" = 1 ]; then
+  echo "==> CPU wheel"
+  rm -f dist/zarrflow-*-cp311-*.whl
+  PYTHONS=python3 ./scripts/build_wheels.sh cpu --smoke
+  wheel=$(ls dist/zarrflow-*-cp311-*.whl)
+  venv=build/wheel/test-venv
+  rm -rf "$venv" && python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q "$wheel[test,docs]"  # docs: the docstring checks
+  PYTEST_PY=$venv/bin/python
+fi
 echo "==> Python tests"
-.venv/bin/python -m pytest -q "$@"
+"$PYTEST_PY" -m pytest -q "$@"
 if [ $# -eq 0 ]; then
   echo "==> documentation (build/docs/index.html)"
   started=$SECONDS

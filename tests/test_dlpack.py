@@ -1,5 +1,6 @@
-"""zarrflow.Tensor hand-off through DLPack, on the host (runs everywhere, CI included), and the
-clear error a GPU read gives on a machine without one."""
+"""zarrflow.Tensor hand-off through DLPack, on the host (runs everywhere, CI included), the clear
+error a GPU read gives on a machine without one, and GPU reads on a GPU this build has no kernel
+image for (decoded on the host, copied up)."""
 
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 import zarrflow
+from zarrflow import _core
 
 STORE = Path(__file__).parent / "data" / "earthkit_test_zarr"
 
@@ -39,10 +41,36 @@ def test_dlpack_refuses_to_copy():
         t.__dlpack__(copy=True)
 
 
-@pytest.mark.skipif(zarrflow.cuda_available(), reason="this machine has a GPU")
+# A GPU whose memory zarrflow uses although this build has no kernel image for it.
+KERNELS_MISSING = not zarrflow.cuda_available() and _core.cuda_device_status() == ""
+
+
+@pytest.mark.skipif(zarrflow.cuda_available() or KERNELS_MISSING, reason="this machine has a GPU")
 def test_cuda_read_without_a_gpu_says_why():
     with pytest.raises(zarrflow.UnsupportedError) as e:
         zarrflow.open(STORE)["t"].read(device="cuda")
+    assert zarrflow.cuda_status() in str(e.value)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not KERNELS_MISSING, reason="needs a GPU this build has no kernel image for")
+def test_cuda_read_on_a_gpu_without_kernel_image_decodes_on_the_host(monkeypatch):
+    """The region is decoded by the host threads and copied up: the same bytes, said once; a
+    read that insists on the GPU's decoders (gpu_decode="on") fails with cuda_status()."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(zarrflow._gpu, "_said", set())  # as in a fresh process
+    arr = zarrflow.open(STORE)["t"]
+    region = (slice(0, 1), slice(0, 2), slice(10, 30), slice(None, None, 3))
+    with pytest.warns(RuntimeWarning, match="cannot run zarrflow's GPU kernels") as said:
+        first = arr.read(region, device="cuda")
+        second = arr.read(device="cuda")
+    assert len([w for w in said if "cannot run zarrflow's GPU kernels" in str(w.message)]) == 1
+    assert first.__dlpack_device__() == (2, 0)
+    assert np.array_equal(torch.from_dlpack(first).cpu().numpy(), arr[0:1, 0:2, 10:30, ::3])
+    assert np.array_equal(torch.from_dlpack(second).cpu().numpy(), arr[...])
+    assert arr.last_read_report["h2d_bytes"] == arr[...].nbytes
+    with pytest.raises(zarrflow.UnsupportedError) as e:
+        arr.read(device="cuda", gpu_decode="on")
     assert zarrflow.cuda_status() in str(e.value)
 
 

@@ -1,4 +1,8 @@
-"""The GPU read path (marked `gpu`; skips cleanly without a usable GPU).
+"""The GPU read path (marked `gpu`; skips cleanly without a GPU).
+
+On a GPU this build has no kernel image for (cuda_status() says so), device reads decode on the
+host and copy up: the tests of results run there too, and the tests of the GPU's own decoders
+skip with that reason.
 
 - GPU reads equal CPU reads byte for byte on the whole conformance corpus (every codec, dtype,
   sharded and not, edge and missing chunks, transpose, big-endian), whole arrays and regions;
@@ -19,12 +23,20 @@ import numpy as np
 import pytest
 
 import zarrflow
+from zarrflow import _core
 
 import corpus as C
 
-pytestmark = pytest.mark.gpu
-if not zarrflow.cuda_available():
+# A GPU zarrflow's kernels cannot run on (the build lacks its architecture): its memory is used.
+KERNELS_MISSING = not zarrflow.cuda_available() and _core.cuda_device_status() == ""
+if not zarrflow.cuda_available() and not KERNELS_MISSING:
     pytest.skip(f"no usable GPU: {zarrflow.cuda_status()}", allow_module_level=True)
+needs_gpu_kernels = pytest.mark.skipif(
+    KERNELS_MISSING, reason=f"tests the GPU's decoders: {zarrflow.cuda_status()}")
+GPU_MARKS = [pytest.mark.gpu]
+if KERNELS_MISSING:  # device reads say once why they decoded on the host
+    GPU_MARKS.append(pytest.mark.filterwarnings("ignore:zarrflow. some chunks decode on the CPU"))
+pytestmark = GPU_MARKS
 torch = pytest.importorskip("torch")
 
 
@@ -107,6 +119,7 @@ def codec_stores(tmp_path_factory):
     return gpu_codec_stores(tmp_path_factory.mktemp("gpu_codecs"))
 
 
+@needs_gpu_kernels
 def test_gpu_decoders_take_every_supported_codec(codec_stores):
     needs_nvcomp = ("zstd", "gzip", "zlib")
     have_nvcomp = zarrflow.nvcomp_status() == ""
@@ -120,6 +133,7 @@ def test_gpu_decoders_take_every_supported_codec(codec_stores):
         assert r["cpu_decoded"] == 0 and r["gpu_decoded"] > 0, (name, r)
 
 
+@needs_gpu_kernels
 def test_host_decoded_chunks_reach_the_gpu_unchanged(codec_stores):
     """gpu_decode="off": the host threads decode, and each block goes up straight into a dense
     destination (one chunk, a whole-row window) or through device scratch and a scatter (a

@@ -10,9 +10,9 @@ import pytest
 import corpus as C
 import zarrflow
 from servers.range_server import RangeServer
-from test_gpu import cpu_bytes, host_bytes  # skips this module too when there is no GPU
+from test_gpu import GPU_MARKS, cpu_bytes, host_bytes, needs_gpu_kernels  # skips without a GPU
 
-pytestmark = pytest.mark.gpu
+pytestmark = GPU_MARKS
 zarr = pytest.importorskip("zarr")
 torch = pytest.importorskip("torch")
 
@@ -31,6 +31,7 @@ def test_gpu_read_over_http_equals_local_cpu(built: C.Built, http_corpus, corpus
     assert np.array_equal(got, cpu_bytes(C.native(local[...]))), built.case_id
 
 
+@needs_gpu_kernels
 def test_gpu_loader_streams_from_http(tmp_path) -> None:
     path = tmp_path / "era5.zarr"
     root = zarr.open_group(str(path), mode="w", zarr_format=3)

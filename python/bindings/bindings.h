@@ -38,6 +38,7 @@ void bind_stores(nanobind::module_& m);    // store.cc
 void bind_arrays(nanobind::module_& m);    // array.cc
 void bind_gpu(nanobind::module_& m);       // gpu.cc
 void bind_pipeline(nanobind::module_& m);  // pipeline.cc
+void bind_cuda_info(nanobind::module_& m); // cuda_info.cc: what `zarrflow doctor` reports
 
 }  // namespace zarrflow::py
 

@@ -11,6 +11,7 @@
 
 #ifdef ZARRFLOW_HAVE_CUDA
 #include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/core/gpu/kernel_probe.h"
 #endif
 
 namespace nb = nanobind;
@@ -71,7 +72,7 @@ py::Tensor device_tensor(const DataType& dtype, const Shape& shape,
 
 // Makes `device` current, or throws why no GPU can be used.
 void use_device(int device) {
-  Status s = gpu::device_available();
+  Status s = gpu::device_available(device);
   if (s.ok()) {
     if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
       s = gpu::cuda_status(e, "cudaSetDevice");
@@ -101,6 +102,22 @@ gpu::IoPath parse_io(const std::string& io) {
          : io == "direct" ? gpu::IoPath::kDirect
          : io == "pinned" ? gpu::IoPath::kPinned
                           : gpu::IoPath::kAuto;
+}
+
+// A GPU this build has no kernel image for (device_available fails where device_present does
+// not) still has memory and copies: the host threads read and decode the region, and it is copied
+// up. The GPU read's result, without the GPU's decoders; said once through the report's notes.
+Status read_on_host_and_copy(const Array& arr, const Selection& sel, void* dst, std::size_t bytes,
+                             cudaStream_t stream, Executor* exec, gpu::DeviceReadReport* report) {
+  Buffer host(bytes);
+  const auto elem = static_cast<std::int64_t>(arr.dtype().size);
+  ZF_RETURN_IF_ERROR(arr.read(sel, StridedView{host.data(), sel.count, c_strides(sel.count, elem)},
+                              read_options(exec)));
+  ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, host.data(), bytes, cudaMemcpyHostToDevice, stream));
+  ZF_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // `host` goes on return
+  report->h2d_bytes = bytes;
+  report->io = "host read and decode → H2D";
+  return {};
 }
 
 nb::dict pool_stats(const GpuReader& r) {
@@ -269,7 +286,9 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
   {
     nb::gil_scoped_release release;
     s = [&]() -> Status {
-      ZF_RETURN_IF_ERROR(gpu::device_available());
+      Status kernels = gpu::device_available(device);
+      if (!kernels.ok() && (opts.decode == gpu::GpuDecode::kOn || !gpu::device_present(device).ok()))
+        return kernels;
       ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
       if (stream) {
         opts.stream = as_stream(*stream);
@@ -278,9 +297,15 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
       }
       ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer b, r.state->reader.device_pool().acquire(bytes));
       block = std::make_shared<DeviceBlock>(DeviceBlock{r.state, std::move(b)});
-      StridedView view{block->buffer.data(), sel.count,
-                       c_strides(sel.count, static_cast<std::int64_t>(elem))};
-      ZF_RETURN_IF_ERROR(r.state->reader.read(arr, sel, view, opts, &report));
+      if (!kernels.ok()) {
+        ZF_RETURN_IF_ERROR(read_on_host_and_copy(arr, sel, block->buffer.data(), bytes,
+                                                 opts.stream, exec, &report));
+        report.notes.push_back(kernels.message() + "; decoded on the CPU and copied to the GPU");
+      } else {
+        StridedView view{block->buffer.data(), sel.count,
+                         c_strides(sel.count, static_cast<std::int64_t>(elem))};
+        ZF_RETURN_IF_ERROR(r.state->reader.read(arr, sel, view, opts, &report));
+      }
       ZF_ASSIGN_OR_RETURN(gpu::Event e, gpu::Event::create());
       ready = std::make_shared<gpu::Event>(std::move(e));
       ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(ready->get(), opts.stream));
@@ -312,6 +337,21 @@ void bind_gpu(nb::module_& m) {
 #endif
       },
       "'' when a CUDA GPU can be used, else why not");
+  m.def(
+      "cuda_build_info",
+      []() {
+        nb::dict d;
+#ifdef ZARRFLOW_HAVE_CUDA
+        int driver = 0, runtime = 0;
+        cudaDriverGetVersion(&driver);
+        cudaRuntimeGetVersion(&runtime);  // the runtime linked in (may be newer than the headers)
+        d["runtime"] = runtime;
+        d["driver"] = driver;
+        d["archs"] = std::string(gpu::compiled_cuda_archs());
+#endif
+        return d;
+      },
+      "CUDA runtime version built with, driver's CUDA version (0: none), compiled architectures");
   m.def("built_with_cuda", []() {
 #ifdef ZARRFLOW_HAVE_CUDA
     return true;

@@ -52,5 +52,6 @@ NB_MODULE(_core, m) {
   bind_reference_stores(m);  // after Store, which its classes derive from
   py::bind_arrays(m);
   py::bind_gpu(m);
+  py::bind_cuda_info(m);
   py::bind_pipeline(m);
 }

@@ -13,6 +13,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "zarrflow/codec/foreign.h"
@@ -22,10 +23,18 @@ namespace nb = nanobind;
 namespace zarrflow::py {
 namespace {
 
+#if defined(Py_LIMITED_API) && Py_LIMITED_API < 0x030D0000
+// The stable ABI of the 3.12+ wheels has no finalization query before 3.13: an atexit hook
+// (install_python_codecs) marks the start of shutdown, a little before the interpreter's own flag.
+std::atomic<bool> g_exiting{false};
+#endif
+
 // False once the interpreter is shutting down: a thread that then asked for the GIL would never
 // get it, so decodes fail and Python objects are leaked instead.
 bool python_alive() {
-#if PY_VERSION_HEX >= 0x030D0000
+#if defined(Py_LIMITED_API) && Py_LIMITED_API < 0x030D0000
+  return Py_IsInitialized() && !g_exiting.load();
+#elif PY_VERSION_HEX >= 0x030D0000
   return Py_IsInitialized() && !Py_IsFinalizing();
 #else
   return Py_IsInitialized() && !_Py_IsFinalizing();
@@ -121,6 +130,11 @@ Result<std::shared_ptr<const ForeignDecoder>> make_python_decoder(const ForeignC
 
 }  // namespace
 
-void install_python_codecs() { set_foreign_codec_factory(make_python_decoder); }
+void install_python_codecs() {
+#if defined(Py_LIMITED_API) && Py_LIMITED_API < 0x030D0000
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function([] { g_exiting = true; }));
+#endif
+  set_foreign_codec_factory(make_python_decoder);
+}
 
 }  // namespace zarrflow::py

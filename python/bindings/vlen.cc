@@ -20,7 +20,8 @@ nb::list vlen_objects(const VlenData& data, bool text) {
     PyObject* item =
         text ? PyUnicode_DecodeUTF8(p, size, "strict") : PyBytes_FromStringAndSize(p, size);
     if (item == nullptr) throw nb::python_error();
-    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+    // PyList_SetItem, not the PyList_SET_ITEM macro: the 3.12+ wheels use the stable ABI.
+    PyList_SetItem(list, static_cast<Py_ssize_t>(i), item);
   }
   return out;
 }

@@ -10,6 +10,7 @@ from . import errors
 from ._api import Array, Group, open, open_array, open_group
 from ._core import Tensor
 from ._gpu import (
+    build_info,
     cuda_available,
     cuda_status,
     gpu_memory_limit,
@@ -61,6 +62,7 @@ __all__ = [
     "MissingChunkError",
     "compute_stats",
     "stored_stats",
+    "build_info",
     "cuda_available",
     "cuda_status",
     "nvcomp_status",

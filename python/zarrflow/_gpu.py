@@ -1,8 +1,10 @@
 """GPU availability, nvCOMP discovery and the one-time fallback messages of GPU reads.
 
 nvCOMP is proprietary and never bundled: it is found in the user's environment — the
-``nvidia-libnvcomp-cu13`` wheel (``nvidia/libnvcomp/lib64/libnvcomp.so.*``), a path in
-``ZARRFLOW_NVCOMP_LIBRARY`` (read once, here), or the system library path.
+``nvidia-libnvcomp-cu12``/``-cu13`` wheel matching the CUDA major version zarrflow was built with
+(``nvidia/libnvcomp/lib64/libnvcomp.so.*``; ``pip install zarrflow-cu13[nvcomp]``), a path in
+``ZARRFLOW_NVCOMP_LIBRARY`` (read once, here), or the system library path. A library built for
+another CUDA major version is passed over (see nvcomp_status()).
 """
 
 from __future__ import annotations
@@ -64,6 +66,77 @@ def configure() -> None:
             _configured = True
 
 
+# The distributions that install the `zarrflow` package: one per build (docs/install.md).
+DISTRIBUTIONS = ("zarrflow", "zarrflow-cu12", "zarrflow-cu13")
+
+
+def _this_distribution() -> str | None:
+    """The distribution this package was installed from, or None for a build from source."""
+    try:
+        from ._variant import DISTRIBUTION
+    except ImportError:
+        return None
+    return DISTRIBUTION
+
+
+def installed_distributions() -> list[str]:
+    """Which of DISTRIBUTIONS pip has installed in this environment."""
+    from importlib import metadata
+
+    found = []
+    for name in DISTRIBUTIONS:
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        found.append(name)
+    return found
+
+
+def _warn_if_several_installed() -> None:
+    """The builds share the `zarrflow` package: with two installed, files of the one installed
+    last overwrote the other's, and what runs is that mix. Said once, at import."""
+    this = _this_distribution()
+    if this is None:
+        return
+    others = [d for d in installed_distributions() if d != this]
+    if others:
+        warnings.warn(
+            f"zarrflow: {', '.join(others)} and {this} are installed together; they provide the "
+            f"same `zarrflow` package, and this one is {this}'s extension. Keep one: pip uninstall "
+            f"{' '.join(DISTRIBUTIONS)}, then pip install the one for this machine "
+            f"(docs/install.md)", RuntimeWarning, stacklevel=3)
+
+
+def build_info() -> dict:
+    """Which build of zarrflow this is and what it found here.
+
+    Returns
+    -------
+    dict
+        ``distribution``: ``"zarrflow"`` (the CPU wheel), ``"zarrflow-cu12"``,
+        ``"zarrflow-cu13"``, or ``"source"`` for a build from the repository;
+        ``cuda_runtime``: the CUDA runtime linked in (``"13.0"``; None without CUDA);
+        ``cuda_archs``: the GPU code compiled in, as CMake lists it (``"80-real"``: SASS for
+        sm_80; ``"120"``: SASS and PTX); ``driver_cuda``: the CUDA version the NVIDIA driver
+        supports (None without a driver); ``cuda_status``: as :func:`cuda_status`.
+
+    Examples
+    --------
+    >>> zarrflow.build_info()["distribution"]
+    'zarrflow-cu13'
+    """
+    cuda = _core.cuda_build_info()
+    text = lambda v: f"{v // 1000}.{v % 1000 // 10}" if v else None  # noqa: E731
+    return {
+        "distribution": _this_distribution() or "source",
+        "cuda_runtime": text(cuda.get("runtime", 0)),
+        "cuda_archs": cuda.get("archs", "").split(",") if cuda else [],
+        "driver_cuda": text(cuda.get("driver", 0)),
+        "cuda_status": _core.cuda_status(),
+    }
+
+
 def cuda_available() -> bool:
     """Whether GPU reads can run here.
 
@@ -86,8 +159,10 @@ def cuda_status() -> str:
     Returns
     -------
     str
-        ``""`` when they can, else the reason (``"built without CUDA"``, ``"no CUDA driver"``,
-        ...).
+        ``""`` when they can, else the reason: built without CUDA, no driver, a driver older
+        than the CUDA runtime zarrflow was built with, no GPU, or no kernel image for the GPU's
+        architecture (checked once per GPU by launching a probe kernel). ``zarrflow doctor``
+        prints it with the rest of the set-up.
     """
     return _core.cuda_status()
 
@@ -254,3 +329,6 @@ def ensure_memory_limit(device: int = 0) -> None:
     if _limit_chosen or not cuda_available():
         return
     set_gpu_memory_limit(os.environ.get("ZARRFLOW_GPU_MEMORY_LIMIT", DEFAULT_LIMIT), device)
+
+
+_warn_if_several_installed()

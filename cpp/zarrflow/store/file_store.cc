@@ -17,6 +17,12 @@
 #include <cstring>
 #include <utility>
 
+// glibc before 2.32 names no SYS_openat2 (the wheels build against glibc 2.27); the kernel's
+// header, which defines open_how, has its number.
+#ifndef SYS_openat2
+#define SYS_openat2 __NR_openat2
+#endif
+
 namespace zarrflow {
 namespace {
 

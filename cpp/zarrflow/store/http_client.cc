@@ -10,7 +10,9 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 
 namespace zarrflow {
@@ -19,6 +21,27 @@ namespace {
 void global_init() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// The CA bundle to verify TLS with when none is configured: "" (curl's own default) unless this
+// libcurl was built without one (the wheels' static libcurl, which runs on any distribution), then
+// SSL_CERT_FILE or the first of the distributions' usual bundles that exists.
+const std::string& default_ca_bundle() {
+  static const std::string path = [] {
+    if (curl_version_info(CURLVERSION_NOW)->cainfo != nullptr) return std::string();
+    if (const char* env = std::getenv("SSL_CERT_FILE"); env != nullptr && *env != '\0')
+      return std::string(env);
+    for (const char* p : {"/etc/ssl/certs/ca-certificates.crt",  // Debian, Ubuntu, Arch, Gentoo
+                          "/etc/pki/tls/certs/ca-bundle.crt",    // RHEL, Rocky, Fedora
+                          "/etc/ssl/ca-bundle.pem",              // SUSE
+                          "/etc/pki/tls/cacert.pem", "/etc/ssl/cert.pem"})
+      if (std::FILE* f = std::fopen(p, "rb")) {
+        std::fclose(f);
+        return std::string(p);
+      }
+    return std::string();  // OpenSSL's default paths (SSL_CERT_DIR, /etc/ssl/certs)
+  }();
+  return path;
 }
 
 constexpr std::size_t kErrorBodyKept = 4096;           // start of a non-2xx body, for messages
@@ -431,6 +454,8 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
     if (!options_.ca_bundle.empty())
       curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_bundle.c_str());
+    else if (!default_ca_bundle().empty())
+      curl_easy_setopt(curl, CURLOPT_CAINFO, default_ca_bundle().c_str());
     if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
     if (head) curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);

@@ -1,16 +1,16 @@
-"""The zarrflow command line: ``zarrflow inspect``, ``synth``, ``rechunk`` and ``bench``."""
+"""The zarrflow command line: ``zarrflow inspect``, ``synth``, ``rechunk``, ``bench`` and
+``doctor``."""
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.metadata
 import re
 import sys
 from typing import TextIO
 
 from .. import errors
-from . import bench, rechunk, synth
+from . import bench, doctor, rechunk, synth
 from .._api import Array, Group, _store_and_path, open as zf_open
 from ._progress import human_bytes
 from .._remote import add_storage_arguments, is_remote, storage_options_from
@@ -192,13 +192,13 @@ def _plain_help(parser: argparse.ArgumentParser) -> None:
                 _plain_help(sub)
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("zarrflow")
-    except importlib.metadata.PackageNotFoundError:
-        from .. import __version__
+def version_text() -> str:
+    """``zarrflow --version``: the version, the build (distribution or 'source') and its CUDA."""
+    from .. import __version__, _core, _gpu
 
-        return __version__
+    runtime = _core.cuda_build_info().get("runtime", 0)
+    cuda = f"CUDA {runtime // 1000}.{runtime % 1000 // 10}" if runtime else "no CUDA"
+    return f"zarrflow {__version__} ({_gpu._this_distribution() or 'source'}, {cuda})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,8 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(
         prog="zarrflow",
-        description="Inspect, synthesise, rechunk and benchmark Zarr stores with zarrflow.")
-    parser.add_argument("--version", action="version", version=f"zarrflow {_version()}")
+        description="Inspect, synthesise, rechunk and benchmark Zarr stores with zarrflow; "
+                    "`zarrflow doctor` says what this installation can use.")
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True)
     p_inspect = sub.add_parser(
         "inspect", help="print a store's arrays, codecs and stored sizes",
@@ -238,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     synth.add_parser(sub)
     rechunk.add_parser(sub)
     bench.add_parser(sub)
+    doctor.add_parser(sub)
     _plain_help(parser)
     args = parser.parse_args(argv)
     try:
@@ -256,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
             rechunk.run(args)
         elif args.command == "bench":
             bench.run(args)
+        elif args.command == "doctor":
+            doctor.run(args)
     except errors.ZarrflowError as e:
         print(f"zarrflow: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

@@ -46,6 +46,10 @@ void set_nvcomp_library(std::vector<std::string> candidates) {
   g_candidates = std::move(candidates);
 }
 
+std::string cuda_major_text(std::uint32_t cudart_version) {
+  return std::to_string(cudart_version / 1000) + "." + std::to_string(cudart_version % 1000 / 10);
+}
+
 Result<const Nvcomp*> load_nvcomp() {
   std::vector<std::string> tried;
   {
@@ -54,29 +58,43 @@ Result<const Nvcomp*> load_nvcomp() {
   }
   for (const char* soname : {"libnvcomp.so.6", "libnvcomp.so.5", "libnvcomp.so"})
     tried.emplace_back(soname);
+  const int cuda_major = CUDART_VERSION / 1000;
+  const std::string wheel = "nvidia-libnvcomp-cu" + std::to_string(cuda_major);
+  // The first candidate that loads, is nvCOMP and was built for this CUDA major version: one for
+  // another CUDA version is skipped (its runtime may need a newer driver than this build's).
   void* handle = nullptr;
   std::string path, errors;
+  Properties props{};
   for (const auto& c : tried) {
-    handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle != nullptr) {
-      path = c;
-      break;
+    void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      const char* e = dlerror();
+      errors += "\n  " + c + ": " + (e ? e : "not found");
+      continue;
     }
-    const char* e = dlerror();
-    errors += "\n  " + c + ": " + (e ? e : "not found");
+    auto props_fn = reinterpret_cast<GetPropertiesFn>(dlsym(h, "nvcompGetProperties"));
+    Properties p{};
+    if (props_fn == nullptr || props_fn(&p) != 0) {
+      errors += "\n  " + c + ": not nvCOMP (no nvcompGetProperties)";
+      dlclose(h);
+      continue;
+    }
+    if (p.cudart_version != 0 && static_cast<int>(p.cudart_version / 1000) != cuda_major) {
+      errors += "\n  " + c + ": built for CUDA " + cuda_major_text(p.cudart_version) +
+                ", this zarrflow for CUDA " + cuda_major_text(CUDART_VERSION);
+      dlclose(h);
+      continue;
+    }
+    handle = h;
+    path = c;
+    props = p;
+    break;
   }
   if (handle == nullptr)
-    return unimplemented("nvCOMP not found (pip install nvidia-libnvcomp-cu13); tried:" + errors);
+    return unimplemented("nvCOMP for CUDA " + std::to_string(cuda_major) +
+                         " not found (pip install " + wheel +
+                         "); zstd and deflate chunks decode on the CPU; tried:" + errors);
   auto sym = [&](const std::string& name) { return dlsym(handle, name.c_str()); };
-  auto props_fn = reinterpret_cast<GetPropertiesFn>(sym("nvcompGetProperties"));
-  Properties props{};
-  if (props_fn == nullptr || props_fn(&props) != 0) {
-    dlclose(handle);
-    return unimplemented(path + " does not look like nvCOMP (no nvcompGetProperties)");
-  }
-  const std::uint32_t major =
-      props.version / 1000000 ? props.version / 1000000 : props.version / 1000;
-  (void)major;
   auto* n = new Nvcomp();  // lives for the process (the library stays loaded)
   n->handle_ = handle;
   n->path_ = path;

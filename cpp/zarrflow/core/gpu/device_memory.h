@@ -46,8 +46,16 @@ Status cuda_status(cudaError_t err, std::string_view what);
     if (zf_err_ != cudaSuccess) return ::zarrflow::gpu::cuda_status(zf_err_, #call); \
   } while (0)
 
-// OK when a usable CUDA device exists; otherwise why not ("no CUDA driver", "no GPU").
-Status device_available();
+// OK when GPU `device` (-1: the calling thread's current device) can be used: a driver new
+// enough for the CUDA runtime zarrflow was built with, and a code image of zarrflow's kernels for
+// its architecture (a probe kernel is launched on each device once, at its first check).
+// Otherwise why not: no driver, a driver older than the runtime, no GPU, no kernel image.
+Status device_available(int device = -1);
+
+// OK when GPU `device` (-1: the current one) exists and the driver is new enough for the CUDA
+// runtime: its memory and copies work even where device_available() fails because this build
+// has no kernel image for it (no kernel is launched here).
+Status device_present(int device = -1);
 
 enum class MemoryKind { kDevice, kPinned };
 

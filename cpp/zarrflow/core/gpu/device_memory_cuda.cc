@@ -5,9 +5,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "zarrflow/core/gpu/kernel_probe.h"
 #include "zarrflow/core/gpu/pinned_pages.h"
 
 namespace zarrflow::gpu {
@@ -33,17 +37,109 @@ Status cuda_status(cudaError_t err, std::string_view what) {
                   cudaGetErrorString(err) + ")");
 }
 
-Status device_available() {
+namespace {
+
+// "12.4" for a CUDA version number such as 12040.
+std::string cuda_version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+// Why the runtime cannot use the driver: none at all, or one older than the runtime needs.
+Status driver_problem(cudaError_t err) {
+  int driver = 0;
+  cudaDriverGetVersion(&driver);  // 0 without libcuda
+  if (driver == 0)
+    return unimplemented("no NVIDIA driver (libcuda.so.1 was not found): GPU reads are off");
+  if (err == cudaErrorInsufficientDriver || driver < CUDART_VERSION / 1000 * 1000)
+    return unimplemented(
+        "the NVIDIA driver supports CUDA " + cuda_version_text(driver) + ", older than the CUDA " +
+        cuda_version_text(CUDART_VERSION) + " runtime this zarrflow was built with (CUDA " +
+        std::to_string(CUDART_VERSION / 1000) + ".x needs a driver for CUDA " +
+        std::to_string(CUDART_VERSION / 1000) +
+        ".0 or newer): update the driver, or install the zarrflow build for CUDA " +
+        std::to_string(driver / 1000) + " (pip install zarrflow-cu" +
+        std::to_string(driver / 1000) + ")");
+  return cuda_status(err, "cudaGetDeviceCount");
+}
+
+// Launches the probe kernel on `device` (the current device for the call) and checks what it
+// wrote: OK, or why zarrflow's kernels cannot run there.
+Status run_kernel_probe(int device) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    cudaGetLastError();
+    std::snprintf(prop.name, sizeof prop.name, "GPU");
+  }
+  const std::string gpu = "GPU " + std::to_string(device) + " (" + prop.name + ", sm_" +
+                          std::to_string(prop.major) + std::to_string(prop.minor) + ")";
+  std::uint32_t* d_out = nullptr;
+  std::uint32_t seen = 0;
+  cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&d_out), sizeof *d_out);
+  if (err == cudaSuccess) err = cudaMemset(d_out, 0, sizeof *d_out);
+  if (err == cudaSuccess) err = launch_kernel_probe(d_out, nullptr);
+  if (err == cudaSuccess) err = cudaMemcpy(&seen, d_out, sizeof seen, cudaMemcpyDeviceToHost);
+  if (d_out != nullptr) cudaFree(d_out);
+  cudaGetLastError();  // launch errors are not sticky: leave none behind for the next call
+  const std::string archs = compiled_cuda_archs();
+  if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidDeviceFunction ||
+      err == cudaErrorUnsupportedPtxVersion || err == cudaErrorInvalidPtx ||
+      err == cudaErrorJitCompilerNotFound || err == cudaErrorJitCompilationDisabled)
+    return unimplemented(gpu + " cannot run zarrflow's GPU kernels: this build has code for " +
+                         "CUDA architectures " + archs + " only (" + cudaGetErrorName(err) +
+                         "); GPU reads are off. Install a zarrflow wheel built for this GPU");
+  if (err != cudaSuccess) return cuda_status(err, gpu + ": launching the probe kernel");
+  if (seen != kKernelProbeValue)
+    return unimplemented(gpu + ": the probe kernel ran but its result is wrong; GPU reads are off");
+  return {};
+}
+
+// The probe's result per device, kept for the process (a GPU does not change architecture).
+std::mutex g_probe_mu;
+std::vector<std::optional<Status>> g_probed;
+
+Status probe_once(int device) {
+  std::lock_guard lock(g_probe_mu);
+  if (device >= static_cast<int>(g_probed.size())) g_probed.resize(device + 1);
+  auto& slot = g_probed[device];
+  if (!slot) {
+    int before = -1;
+    cudaGetDevice(&before);
+    if (before != device) cudaSetDevice(device);
+    slot = run_kernel_probe(device);
+    if (before >= 0 && before != device) cudaSetDevice(before);
+  }
+  return *slot;
+}
+
+}  // namespace
+
+namespace {
+
+// `device` (-1: the calling thread's current one) when it exists and the driver can run this
+// build's CUDA runtime on it; else why not.
+Result<int> present_device(int device) {
   int n = 0;
   const cudaError_t err = cudaGetDeviceCount(&n);
   if (err == cudaErrorNoDevice || (err == cudaSuccess && n == 0))
     return unimplemented("no CUDA GPU is visible");
-  if (err == cudaErrorInsufficientDriver)
-    return unimplemented("no CUDA driver (or one older than the CUDA " +
-                         std::to_string(CUDART_VERSION / 1000) +
-                         " runtime zarrflow was built with)");
-  if (err != cudaSuccess) return cuda_status(err, "cudaGetDeviceCount");
-  return {};
+  if (err != cudaSuccess) return driver_problem(err);
+  if (device < 0 && cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    device = 0;
+  }
+  if (device >= n)
+    return invalid_argument("GPU " + std::to_string(device) +
+                            " does not exist: " + std::to_string(n) + " visible");
+  return device;
+}
+
+}  // namespace
+
+Status device_present(int device) { return present_device(device).status(); }
+
+Status device_available(int device) {
+  ZF_ASSIGN_OR_RETURN(const int d, present_device(device));
+  return probe_once(d);
 }
 
 GpuBuffer::~GpuBuffer() {
