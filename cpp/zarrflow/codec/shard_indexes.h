@@ -7,9 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "zarrflow/core/status.h"
 
 namespace zarrflow {
 
@@ -19,9 +22,25 @@ struct ShardIndex {
   std::vector<std::uint64_t> entries;  // (offset, nbytes) per inner chunk, C order; checksummed
 };
 
+// About the memory `index`, kept under `name`, takes.
+inline std::uint64_t shard_index_bytes(const std::string& name, const ShardIndex& index) {
+  return name.size() + 8 * index.entries.size() + 96;
+}
+
 class ShardIndexes {
  public:
+  using Load = std::function<Result<std::shared_ptr<const ShardIndex>>()>;
+
   virtual ~ShardIndexes() = default;
+  // The index kept under `name`, else the one `load` reads, which is then kept (errors are not).
+  // Implementations may load each name once when several threads ask at the same time.
+  virtual Result<std::shared_ptr<const ShardIndex>> find_or_load(const std::string& name,
+                                                                 const Load& load) {
+    if (auto hit = find(name)) return hit;
+    auto loaded = load();
+    if (loaded.ok()) insert(name, *loaded, shard_index_bytes(name, **loaded));
+    return loaded;
+  }
   // The index kept under `name`, or null.
   virtual std::shared_ptr<const ShardIndex> find(const std::string& name) = 0;
   // Keeps `index`, which takes about `bytes` of memory, under `name`.

@@ -136,11 +136,14 @@ class ShardingCodec final : public ArrayToBytesCodec {
   // read (on object stores a separate size query is a round trip).
   Result<std::shared_ptr<const ShardIndex>> load_index(const ByteReader& reader,
                                                        const DecodeContext& ctx) const {
-    std::string name;
-    if (ctx.shard_indexes != nullptr) {
-      name = reader.describe();
-      if (auto hit = ctx.shard_indexes->find(name)) return hit;
-    }
+    if (ctx.shard_indexes == nullptr) return read_index(reader, ctx);
+    return ctx.shard_indexes->find_or_load(reader.describe(),
+                                           [&] { return read_index(reader, ctx); });
+  }
+
+  // The shard's index and size, read from the store.
+  Result<std::shared_ptr<const ShardIndex>> read_index(const ByteReader& reader,
+                                                       const DecodeContext& ctx) const {
     auto index = std::make_shared<ShardIndex>();
     Buffer index_bytes;
     if (index_at_end_) {
@@ -173,8 +176,6 @@ class ShardingCodec final : public ArrayToBytesCodec {
     if (index->found) {
       ZF_ASSIGN_OR_RETURN(index->entries, decode_index(index_bytes.span(), ctx));
     }
-    if (ctx.shard_indexes != nullptr)
-      ctx.shard_indexes->insert(name, index, name.size() + 8 * index->entries.size() + 96);
     return std::shared_ptr<const ShardIndex>(std::move(index));
   }
 
