@@ -43,6 +43,7 @@ OUT="${OUT:-$PWD/gpu_out}/$NAME"
 mkdir -p "$OUT"
 LOG="$OUT/check.log"
 : >"$LOG"
+HOST_PYTHONPATH="${PYTHONPATH:-}"  # the host's own packages may come from it (host_packages_pth)
 unset PYTHONPATH LD_LIBRARY_PATH ZARRFLOW_NVCOMP_LIBRARY ZARRFLOW_NUM_THREADS ZARRFLOW_GPU_MEMORY_LIMIT
 WORK=$(mktemp -d /tmp/zarrflow-gpu-check.XXXXXX)
 VENV=$WORK/venv
@@ -64,8 +65,17 @@ if (cd / && env -i PATH=/usr/bin:/bin "$HOST_PY" -c 'import zarrflow' 2>/dev/nul
   exit 1
 fi
 
+# The host's packages (torch, cupy, ...) for the check venv. --system-site-packages gives only the
+# base interpreter's, so where the host's Python is itself a virtual environment (as on images
+# that ship torch in one) its site directories are added to the check venv through a .pth file.
+host_packages_pth() {
+  PYTHONPATH="$HOST_PYTHONPATH" "$HOST_PY" -c 'import site, sys
+print("\n".join(p for p in sys.path if p.startswith("/") and ("-packages" in p or p in sys.argv[1:])))' \
+    ${HOST_PYTHONPATH//:/ } >"$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_host_packages.pth"
+}
+
 install() {
-  "$HOST_PY" -m venv --system-site-packages "$VENV" &&
+  "$HOST_PY" -m venv --system-site-packages "$VENV" && host_packages_pth &&
     "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir "$WHEEL[nvcomp]" &&
     { "$PY" -c 'import pytest' 2>/dev/null || "$PY" -m pip install --no-index "${FIND_LINKS[@]}" pytest; } &&
     "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir zarr numcodecs &&
