@@ -32,13 +32,13 @@ std::int64_t product(const std::vector<std::int64_t>& v);
 nanobind::object remote_stats(const Store& store);
 void reset_remote_stats(const Store& store);
 
-void bind_errors(nanobind::module_& m);    // errors.cc: Status codes → zarrflow.errors
-void bind_executor(nanobind::module_& m);  // array.cc
-void bind_stores(nanobind::module_& m);    // store.cc
-void bind_arrays(nanobind::module_& m);    // array.cc
-void bind_gpu(nanobind::module_& m);       // gpu.cc
-void bind_pipeline(nanobind::module_& m);  // pipeline.cc
-void bind_cuda_info(nanobind::module_& m); // cuda_info.cc: what `zarrflow doctor` reports
+void bind_errors(nanobind::module_& m);     // errors.cc: Status codes → zarrflow.errors
+void bind_executor(nanobind::module_& m);   // array.cc
+void bind_stores(nanobind::module_& m);     // store.cc
+void bind_arrays(nanobind::module_& m);     // array.cc
+void bind_gpu(nanobind::module_& m);        // gpu.cc
+void bind_pipeline(nanobind::module_& m);   // pipeline.cc
+void bind_cuda_info(nanobind::module_& m);  // cuda_info.cc: what `zarrflow doctor` reports
 
 }  // namespace zarrflow::py
 

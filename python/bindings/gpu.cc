@@ -287,7 +287,8 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
     nb::gil_scoped_release release;
     s = [&]() -> Status {
       Status kernels = gpu::device_available(device);
-      if (!kernels.ok() && (opts.decode == gpu::GpuDecode::kOn || !gpu::device_present(device).ok()))
+      if (!kernels.ok() &&
+          (opts.decode == gpu::GpuDecode::kOn || !gpu::device_present(device).ok()))
         return kernels;
       ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
       if (stream) {
@@ -298,8 +299,8 @@ nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
       ZF_ASSIGN_OR_RETURN(gpu::GpuBuffer b, r.state->reader.device_pool().acquire(bytes));
       block = std::make_shared<DeviceBlock>(DeviceBlock{r.state, std::move(b)});
       if (!kernels.ok()) {
-        ZF_RETURN_IF_ERROR(read_on_host_and_copy(arr, sel, block->buffer.data(), bytes,
-                                                 opts.stream, exec, &report));
+        ZF_RETURN_IF_ERROR(read_on_host_and_copy(arr, sel, block->buffer.data(), bytes, opts.stream,
+                                                 exec, &report));
         report.notes.push_back(kernels.message() + "; decoded on the CPU and copied to the GPU");
       } else {
         StridedView view{block->buffer.data(), sel.count,

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <optional>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -102,9 +102,10 @@ TEST(ShardIndexCache, AFailedReadIsSharedButNotKept) {
 
 TEST(ShardIndexCache, AnExceptionFromTheReadReleasesTheWaiters) {
   ShardIndexCache cache(1 << 20);
-  EXPECT_THROW(cache.find_or_load("a", []() -> Result<std::shared_ptr<const ShardIndex>> {
-    throw std::runtime_error("boom");
-  }),
+  EXPECT_THROW(cache.find_or_load("a",
+                                  []() -> Result<std::shared_ptr<const ShardIndex>> {
+                                    throw std::runtime_error("boom");
+                                  }),
                std::runtime_error);
   const auto fine = [] { return Result<std::shared_ptr<const ShardIndex>>(index_of(1)); };
   EXPECT_TRUE(cache.find_or_load("a", fine).ok());  // nothing left waiting on the first read

@@ -56,11 +56,25 @@ Result<StagingLayout> lay_out_staging(std::vector<Item>& items, std::span<const 
   StagingLayout total;
   for (std::size_t idx : piece) {
     Item& it = items[idx];
-    if (it.mode == Mode::kFill || it.dup_of >= 0 || it.cached) continue;
+    if (it.mode == Mode::kFill || it.cached) continue;
+    if (it.dup_of >= 0) {  // shares its first occurrence's bytes; counted as if it did not
+      const Item& first = items[std::size_t(it.dup_of)];
+      if (first.mode == Mode::kFill || first.cached) continue;
+      if (first.host_tf) {
+        total.converted_unshared =
+            align_up(total.converted_unshared + converted_block_bytes(first), 256);
+      } else if (!first.direct) {
+        const std::uint64_t lead = first.range ? first.range->offset % 4096 : 0;
+        total.staged_unshared += align_up(lead + first.stored_size, 4096);
+      }
+      continue;
+    }
     it.host_tf = streams_to_host_tf(it, options);
     if (it.host_tf) {  // read in pieces and converted: no staging slot
       it.host_tf_offset = total.converted;
       total.converted = align_up(total.converted + converted_block_bytes(it), 256);
+      total.converted_unshared =
+          align_up(total.converted_unshared + converted_block_bytes(it), 256);
       continue;
     }
     it.direct = options.cufile && it.mode == Mode::kGpu && !it.range &&
@@ -78,6 +92,7 @@ Result<StagingLayout> lay_out_staging(std::vector<Item>& items, std::span<const 
     const std::uint64_t lead = it.range ? it.range->offset % 4096 : 0;
     it.staging_offset = total.staged;
     total.staged += align_up(lead + it.stored_size, 4096);
+    total.staged_unshared += align_up(lead + it.stored_size, 4096);
   }
   return total;
 }
@@ -94,14 +109,21 @@ HostBlockLayout lay_out_host_blocks(std::vector<Item>& items, std::span<const st
         it.reuses_block = true;
         it.cpu_offset = first.cpu_offset;
         it.host_tf_offset = first.host_tf_offset;
+        total.decoded_unshared = align_up(total.decoded_unshared + cpu_block_bytes(it), 256);
+        if (it.host_tf)
+          total.converted_unshared =
+              align_up(total.converted_unshared + converted_block_bytes(it), 256);
         continue;
       }
     }
     it.cpu_offset = total.decoded;
     total.decoded = align_up(total.decoded + cpu_block_bytes(it), 256);
+    total.decoded_unshared = align_up(total.decoded_unshared + cpu_block_bytes(it), 256);
     if (it.host_tf) {
       it.host_tf_offset = total.converted;
       total.converted = align_up(total.converted + converted_block_bytes(it), 256);
+      total.converted_unshared =
+          align_up(total.converted_unshared + converted_block_bytes(it), 256);
     }
   }
   return total;

@@ -27,10 +27,16 @@ struct StagingOptions {
   bool caching = false;  // a chunk cache (GPU or pinned) keeps the stored bytes it reads
 };
 
+// The `*_unshared` sizes are what the piece would need if none of its chunks were shared by two
+// requests. Buffers are taken at those sizes, so that the pools' working set does not depend on
+// which samples a shuffled batch happens to bring together (x at t+1 is y at t only when both
+// are in the batch): otherwise a later epoch's batch of no neighbours allocates anew.
 struct StagingLayout {
   std::uint64_t staged = 0;     // pinned staging (4 KiB-aligned slots, room for O_DIRECT)
   std::uint64_t direct = 0;     // device memory read by cuFile
   std::uint64_t converted = 0;  // pinned blocks converted while read
+  std::uint64_t staged_unshared = 0;
+  std::uint64_t converted_unshared = 0;
 };
 
 // Uncompressed chunks of local stores that are read whole into a dense destination with an
@@ -47,8 +53,10 @@ Result<StagingLayout> lay_out_staging(std::vector<Item>& items, std::span<const 
                                       const StagingOptions& options);
 
 struct HostBlockLayout {
-  std::uint64_t decoded = 0;    // pinned blocks the host threads decode into
-  std::uint64_t converted = 0;  // pinned blocks they convert those into (Item::host_tf)
+  std::uint64_t decoded = 0;           // pinned blocks the host threads decode into
+  std::uint64_t converted = 0;         // pinned blocks they convert those into (Item::host_tf)
+  std::uint64_t decoded_unshared = 0;  // as in StagingLayout
+  std::uint64_t converted_unshared = 0;
 };
 
 // The host-decoded (kCpu) items' blocks, shaped like their destination. Blocks with an element

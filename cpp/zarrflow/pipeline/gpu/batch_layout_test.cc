@@ -121,6 +121,24 @@ TEST(BatchLayout, HostBlocksAreSharedByDuplicatesThatWantTheSameBlock) {
   EXPECT_EQ(items[2].cpu_offset, 256u);
   EXPECT_EQ(layout.decoded, 512u);
   EXPECT_EQ(layout.converted, 0u);
+  EXPECT_EQ(layout.decoded_unshared, 768u);  // as if the second request had a block of its own
+}
+
+// A piece's buffers are sized as if no chunk were shared, so that which samples a batch brings
+// together does not change the sizes the pools are asked for.
+TEST(BatchLayout, UnsharedSizesCountDuplicatesAsIfTheyWereNot) {
+  Arrays a;
+  const Selection chunk{{0, 0}, {2, 3}, {1, 1}};
+  auto shared = a.plan({a.request(*a.zstd, chunk), a.request(*a.zstd, chunk, 64)});
+  auto apart = a.plan({a.request(*a.zstd, chunk)});
+  ASSERT_EQ(shared.size(), 2u);
+  ASSERT_EQ(shared[1].dup_of, 0);
+  auto with_dup = lay_out_staging(shared, all(shared), {});
+  auto single = lay_out_staging(apart, all(apart), {});
+  ASSERT_TRUE(with_dup.ok() && single.ok());
+  EXPECT_EQ(with_dup->staged, single->staged);  // the bytes are read once
+  EXPECT_EQ(with_dup->staged_unshared, 2 * single->staged);
+  EXPECT_EQ(single->staged_unshared, single->staged);
 }
 
 TEST(BatchLayout, WholeChunksDecodeInPlaceAndPartsAreScattered) {

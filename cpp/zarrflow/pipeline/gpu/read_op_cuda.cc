@@ -21,10 +21,12 @@ Status ReadOp::fetch(Batch& b) {
   const StagingOptions staging{opt_.io, cufile != nullptr,
                                opt_.cache != nullptr || opt_.host_cache != nullptr};
   ZF_ASSIGN_OR_RETURN(const StagingLayout total, lay_out_staging(items_, b.items, staging));
-  ZF_ASSIGN_OR_RETURN(b.staging, named(pinned_.acquire(std::max<std::uint64_t>(total.staged, 1)),
-                                       "pinned staging", b));
+  // At the unshared sizes (batch_layout.h: the working set must not depend on the samples).
+  ZF_ASSIGN_OR_RETURN(b.staging,
+                      named(pinned_.acquire(std::max<std::uint64_t>(total.staged_unshared, 1)),
+                            "pinned staging", b));
   if (total.converted) {
-    ZF_ASSIGN_OR_RETURN(b.host_read, named(pinned_.acquire(total.converted),
+    ZF_ASSIGN_OR_RETURN(b.host_read, named(pinned_.acquire(total.converted_unshared),
                                            "pinned blocks converted while read", b));
   }
   if (total.direct) {
@@ -93,10 +95,10 @@ Status ReadOp::prepare(Batch& b) {
   }
   const HostBlockLayout total = lay_out_host_blocks(items_, b.items);
   if (total.decoded > 0) {
-    ZF_ASSIGN_OR_RETURN(b.cpu_host,
-                        named(pinned_.acquire(total.decoded), "pinned host-decoded blocks", b));
+    ZF_ASSIGN_OR_RETURN(b.cpu_host, named(pinned_.acquire(total.decoded_unshared),
+                                          "pinned host-decoded blocks", b));
     if (total.converted > 0) {
-      ZF_ASSIGN_OR_RETURN(b.host_out, named(pinned_.acquire(total.converted),
+      ZF_ASSIGN_OR_RETURN(b.host_out, named(pinned_.acquire(total.converted_unshared),
                                             "pinned host-decoded blocks, converted", b));
     }
     ZF_RETURN_IF_ERROR(decode_on_host_threads(b));

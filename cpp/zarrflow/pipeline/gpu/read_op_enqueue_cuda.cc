@@ -42,8 +42,10 @@ Status ReadOp::enqueue(Batch& b) {
 }
 
 Status ReadOp::allocate_device_areas(Batch& b, const OutputLayout& layout) {
-  ZF_ASSIGN_OR_RETURN(
-      b.d_staging, device_buffer(std::max<std::uint64_t>(layout.staged, 1), "device staging", b));
+  // Device staging mirrors the pinned staging, at its unshared size (batch_layout.h).
+  const std::uint64_t staged = layout.any_staged ? std::max(layout.staged, b.staging.size()) : 1;
+  ZF_ASSIGN_OR_RETURN(b.d_staging,
+                      device_buffer(std::max<std::uint64_t>(staged, 1), "device staging", b));
   if (layout.out) {
     ZF_ASSIGN_OR_RETURN(b.d_out, device_buffer(layout.out, "decoded chunks", b));
   }
