@@ -278,10 +278,11 @@ def plot(results: dict, path: Path) -> None:
     get = {(r["codec"], r["gpu_decode"] == "off"): r["unit_s_per_GB"] for r in rows}
     fig, ax = plt.subplots(figsize=(9, 4.2))
     x = np.arange(len(codecs))
-    for k, (host, label, colour) in enumerate(((False, "GPU decode", "tab:red"),
-                                               (True, "host decode", "tab:blue"))):
+    for k, (host, label, colour) in enumerate(((False, "decoded on the GPU (raw: copies only)", "tab:red"),
+                                               (True, "decoded on the host", "tab:blue"))):
         ys = [get.get((c, host), np.nan) for c in codecs]
-        ax.bar(x + (k - 0.5) * 0.4, ys, 0.4, label=label, color=colour)
+        bars = ax.bar(x + (k - 0.5) * 0.4, ys, 0.4, label=label, color=colour)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(x, codecs, rotation=15)
     unit = results["unit"]

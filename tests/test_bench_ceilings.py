@@ -308,3 +308,13 @@ def test_sm_cost_dry_run(tmp_path, stores):
             (r["job_with_reads_s"] - sum(r["job_alone_s"]) / 2) * res["units"] / r["decoded_GB_in_window"])
     md = (tmp_path / "bench_sm_cost.md").read_text()
     assert md.startswith("**CPU dry run**") and md.count("| zstd-3 |") == 2
+
+
+def test_sm_cost_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    row = {"codec": "zstd-3", "gpu_decode": "on", "unit_s_per_GB": 2.5}
+    results = {"rows": [row, row | {"gpu_decode": "off", "unit_s_per_GB": 0.01},
+                        {"codec": "lz4", "gpu_decode": "on", "error": "skipped"}],
+               "unit": "SM", "units": 132, "gpu": "G", "cpu_dry_run": False}
+    sm.plot(results, tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes().startswith(b"\x89PNG")
