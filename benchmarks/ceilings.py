@@ -22,6 +22,7 @@ import json
 import math
 import os
 import statistics
+import struct
 import sys
 import threading
 import time
@@ -64,7 +65,8 @@ def _sharding(array_dir: Path) -> dict | None:
     codecs = md.get("codecs") or []
     if not codecs or codecs[0].get("name") != "sharding_indexed":
         return None
-    return dict(codecs[0]["configuration"], shard_shape=md["chunk_grid"]["configuration"]["chunk_shape"])
+    grid = md["chunk_grid"]["configuration"]["chunk_shape"]
+    return dict(codecs[0]["configuration"], shard_shape=grid)
 
 
 def shard_index_pieces(shard: Path, config: dict) -> list[Piece]:
@@ -80,7 +82,7 @@ def shard_index_pieces(shard: Path, config: dict) -> list[Piece]:
             raise ValueError(f"{shard}: {total} bytes, shorter than its shard index ({size} bytes)")
         f.seek(total - size if config.get("index_location", "end") == "end" else 0)
         raw = f.read(16 * n)
-    words = memoryview(raw).cast("Q")
+    words = struct.unpack(f"<{2 * n}Q", raw)  # (offset, nbytes) per inner chunk, little-endian
     return [Piece(shard, words[2 * i], words[2 * i + 1]) for i in range(n) if words[2 * i] != EMPTY]
 
 
