@@ -69,7 +69,7 @@ source "$ROOT/scripts/wheel/deps.sh"
 # the three most recently used of each are kept. One build at a time per WHEEL_HOME.
 TOOLCHAIN="$WHEEL_HOME/toolchain-$(toolchain_hash)"
 DEPS="$WHEEL_HOME/deps-$(deps_hash)"
-mkdir -p "$WHEEL_HOME" "$WB"
+mkdir -p "$WHEEL_HOME" "$WB" "$WORK"
 exec 9>"$WHEEL_HOME/.lock"
 flock 9
 t0=$(date +%s)
