@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <numeric>
 
 #include "zarrflow/pipeline/gpu/read_test_util.h"
 #include "zarrflow/store/file_store.h"
@@ -12,13 +11,8 @@
 namespace zarrflow::gpu {
 namespace {
 
+using read_test::all;
 using read_test::Arrays;
-
-std::vector<std::size_t> all(const std::vector<Item>& items) {
-  std::vector<std::size_t> v(items.size());
-  std::iota(v.begin(), v.end(), 0);
-  return v;
-}
 
 TEST(BatchLayout, StagingSlotsAre4KiBAlignedWithRoomForODirect) {
   Arrays a;

@@ -3,22 +3,15 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
-
 #include "zarrflow/pipeline/gpu/host_work.h"
 #include "zarrflow/pipeline/gpu/read_test_util.h"
 
 namespace zarrflow::gpu {
 namespace {
 
+using read_test::all;
 using read_test::Arrays;
 using read_test::Bytes;
-
-std::vector<std::size_t> all(const std::vector<Item>& items) {
-  std::vector<std::size_t> v(items.size());
-  std::iota(v.begin(), v.end(), 0);
-  return v;
-}
 
 // A piece as the read has it before enqueueing: fetched, checked, host blocks laid out.
 struct Piece {

@@ -4,21 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <numeric>
 
 #include "zarrflow/pipeline/gpu/read_test_util.h"
 
 namespace zarrflow::gpu {
 namespace {
 
+using read_test::all;
 using read_test::Arrays;
 using read_test::Bytes;
-
-std::vector<std::size_t> all(const std::vector<Item>& items) {
-  std::vector<std::size_t> v(items.size());
-  std::iota(v.begin(), v.end(), 0);
-  return v;
-}
 
 // The items of `requests`, their stored bytes read into `staging` as a piece's fetch does.
 std::vector<Item> fetched(Arrays& a, const std::vector<ReadRequest>& requests, Bytes& staging,

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -165,5 +166,12 @@ struct Arrays {
   ChainPrograms programs;
   alignas(256) std::byte dest[1 << 14] = {};
 };
+
+// The indices of every item: a piece holding the whole plan.
+inline std::vector<std::size_t> all(const std::vector<Item>& items) {
+  std::vector<std::size_t> v(items.size());
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
 
 }  // namespace zarrflow::gpu::read_test
