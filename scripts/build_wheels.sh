@@ -12,6 +12,7 @@
 # Environment: PYTHONS (interpreters; default python3, plus python3.12 where there is one),
 #   OUT (dist), CUDA13_HOME (/usr/local/cuda), JOBS (2), ZARRFLOW_WHEEL_HOME (the toolchain and
 #   static libraries; ~/.cache/zarrflow-wheel),
+#   ZARRFLOW_WHEEL_TOOLCHAIN: gcc (default) or zig (the CPU wheel only, glibc 2.17 floor; below),
 #   ZARRFLOW_WHEEL_CUDA_ARCHS: the GPU code of cu12/cu13 wheels as a CMake CUDA_ARCHITECTURES list,
 #   instead of the release lists below. Such a wheel gets a local version naming its code, e.g.
 #   ZARRFLOW_WHEEL_CUDA_ARCHS=80-real (sm_80 SASS, no PTX) builds zarrflow_cu13-0.1.0+sm80-...whl:
@@ -21,6 +22,11 @@
 # 18.04's libc6-dev, unpacked into $ZARRFLOW_WHEEL_HOME/toolchain-*/sysroot), libstdc++ and every codec,
 # libcurl and OpenSSL are linked statically; the extension needs only glibc >= 2.27 and libgcc_s,
 # so auditwheel tags it manylinux_2_27. nvCOMP and cuFile stay dlopen'ed at run time.
+# ZARRFLOW_WHEEL_TOOLCHAIN=zig builds the CPU wheel and its static libraries with zig's clang
+# instead (PyPI's ziglang), against glibc 2.17 and LLVM's libc++ (linked statically): the
+# extension needs only glibc >= 2.17, tagged manylinux_2_17 (manylinux2014). Not for the CUDA
+# wheels: nvcc compiles their GPU code with GCC against libstdc++, and one module keeps one C++
+# library.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -36,6 +42,15 @@ for a in "$@"; do
   esac
 done
 [ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(cpu)
+WHEEL_TOOLCHAIN="${ZARRFLOW_WHEEL_TOOLCHAIN:-gcc}"
+case "$WHEEL_TOOLCHAIN" in
+  gcc) GLIBC_FLOOR=2.27 TOOLCHAIN_PREFIX="" ;;
+  zig) GLIBC_FLOOR=2.17 TOOLCHAIN_PREFIX=zig-
+       for v in "${VARIANTS[@]}"; do
+         [ "$v" = cpu ] || { echo "ZARRFLOW_WHEEL_TOOLCHAIN=zig builds only the CPU wheel, not $v" >&2; exit 2; }
+       done ;;
+  *) echo "ZARRFLOW_WHEEL_TOOLCHAIN: gcc or zig, not $WHEEL_TOOLCHAIN" >&2; exit 2 ;;
+esac
 
 JOBS="${JOBS:-2}"
 GCC_MAJOR=12
@@ -55,7 +70,7 @@ ARCHS_OVERRIDE="${ZARRFLOW_WHEEL_CUDA_ARCHS:-}"
 # The CUDA 12 headers and static runtime (PyPI wheels) matching the CUDA 12.4 compiler.
 CUDA12_WHEELS="${CUDA12_WHEELS:-12.4.*}"
 CUDA12_STATIC_RUNTIME="${CUDA12_STATIC_RUNTIME:-12.9.*}"
-MANYLINUX=manylinux_2_27_x86_64
+MANYLINUX=manylinux_${GLIBC_FLOOR/./_}_x86_64
 if [ -z "${PYTHONS:-}" ]; then
   PYTHONS=python3
   for p in python3.12 /tmp/py312/bin/python3.12; do
@@ -66,25 +81,34 @@ source "$ROOT/scripts/wheel/deps.sh"
 
 # The toolchain and the static libraries live in directories named by the hash of their recipes
 # (deps.sh), so checkouts with different recipes share WHEEL_HOME without rebuilding each other's;
-# the three most recently used of each are kept. One build at a time per WHEEL_HOME.
-TOOLCHAIN="$WHEEL_HOME/toolchain-$(toolchain_hash)"
-DEPS="$WHEEL_HOME/deps-$(deps_hash)"
+# the three most recently used of each (per toolchain kind: zig's are named toolchain-zig-*,
+# deps-zig-*) are kept. One build at a time per WHEEL_HOME.
+TOOLCHAIN="$WHEEL_HOME/toolchain-$TOOLCHAIN_PREFIX$(toolchain_hash)"
+DEPS="$WHEEL_HOME/deps-$TOOLCHAIN_PREFIX$(deps_hash)"
 mkdir -p "$WHEEL_HOME" "$WB"
 exec 9>"$WHEEL_HOME/.lock"
 flock 9
 t0=$(date +%s)
-if [ ! -f "$TOOLCHAIN/.ready" ]; then
-  echo "==> toolchain (glibc 2.27 sysroot) in $TOOLCHAIN"
-  build_toolchain
-  touch "$TOOLCHAIN/.ready"
+if [ "$WHEEL_TOOLCHAIN" = zig ]; then
+  if [ ! -f "$TOOLCHAIN/.ready" ]; then
+    echo "==> toolchain (zig $ZIG_VERSION, glibc $ZIG_GLIBC) in $TOOLCHAIN"
+    build_zig_toolchain
+    touch "$TOOLCHAIN/.ready"
+  fi
+else
+  if [ ! -f "$TOOLCHAIN/.ready" ]; then
+    echo "==> toolchain (glibc 2.27 sysroot) in $TOOLCHAIN"
+    build_toolchain
+    touch "$TOOLCHAIN/.ready"
+  fi
+  fix_sysroot_links
+  install_kernel_headers
 fi
-fix_sysroot_links
-install_kernel_headers
 echo "==> static dependencies in $DEPS"
 build_deps
 touch "$TOOLCHAIN" "$DEPS"
 for kind in toolchain deps; do
-  ls -1dt "$WHEEL_HOME/$kind"-* | tail -n +4 | xargs -r rm -rf
+  ls -1dt "$WHEEL_HOME/$kind-$TOOLCHAIN_PREFIX"[0-9a-f]* | tail -n +4 | xargs -r rm -rf
 done
 flock -u 9
 [ "$DEPS_ONLY" = 1 ] && { echo "dependencies ready in $DEPS ($(( $(date +%s) - t0 )) s)"; exit 0; }
@@ -194,11 +218,12 @@ cuda12_home() {
   echo "$home"
 }
 
-# The shared libraries the extension may need at run time: glibc's, libgcc_s, and nothing else.
+# The shared libraries the extension may need at run time: glibc's, libgcc_s (GCC's unwinder; a
+# zig build links LLVM's libunwind statically), and nothing else.
 ALLOWED_NEEDED='^(libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libgcc_s\.so\.1|ld-linux-x86-64\.so\.2)$'
 
 # Checks the extension in wheel $1: only glibc and libgcc_s needed, no glibc symbol version newer
-# than 2.27, no undefined symbol without a version outside Python's API.
+# than GLIBC_FLOOR, no undefined symbol without a version outside Python's API.
 check_extension() {
   local whl=$1 tmp so bad newest
   tmp=$(mktemp -d) && "$PY_HOST" -m zipfile -e "$whl" "$tmp"
@@ -207,8 +232,8 @@ check_extension() {
   [ -z "$bad" ] || { echo "$whl: the extension needs $bad" >&2; return 1; }
   newest=$(objdump -T "$so" | grep -o 'GLIBC_[0-9.]*' | sort -Vu | tail -1)
   echo "    needs: $(readelf -d "$so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')(newest symbol $newest)"
-  [ "$(printf '%s\nGLIBC_2.27\n' "$newest" | sort -V | tail -1)" = GLIBC_2.27 ] ||
-    { echo "$whl: needs $newest (> 2.27)" >&2; return 1; }
+  [ "$(printf '%s\nGLIBC_%s\n' "$newest" "$GLIBC_FLOOR" | sort -V | tail -1)" = "GLIBC_$GLIBC_FLOOR" ] ||
+    { echo "$whl: needs $newest (> $GLIBC_FLOOR)" >&2; return 1; }
   bad=$(nm -D --undefined-only "$so" | awk '$1 == "U" && $2 !~ /@/ && $2 !~ /^_?Py/ {print $2}')
   [ -z "$bad" ] || { echo "$whl: unresolved symbols: $bad" >&2; return 1; }
   rm -rf "$tmp"
@@ -241,7 +266,7 @@ for variant in "${VARIANTS[@]}"; do
     tag=$("$venv/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
     echo "==> $variant, $tag"
     t0=$(date +%s)
-    build="$WB/build-$variant-$tag-$(echo "$archs" | sha1sum | cut -c1-6)"  # one per arch list
+    build="$WB/build-$TOOLCHAIN_PREFIX$variant-$tag-$(echo "$archs" | sha1sum | cut -c1-6)"  # one per arch list
     raw_dir="$build-raw"
     rm -rf "$raw_dir" "$build/CMakeCache.txt" && mkdir -p "$raw_dir"
     PATH="$venv/bin:$PATH" PKG_CONFIG_LIBDIR="$DEPS/lib/pkgconfig" PKG_CONFIG_PATH="" \
@@ -255,7 +280,7 @@ for variant in "${VARIANTS[@]}"; do
       "-Ccmake.define.CMAKE_CUDA_ARCHITECTURES=$archs" "${cuda_defs[@]}"
     raw=$(ls "$raw_dir"/*.whl)
     check_extension "$raw"
-    # auditwheel tags the lowest glibc the symbol versions allow (at most the sysroot's 2.27).
+    # auditwheel tags the lowest glibc the symbol versions allow (at most GLIBC_FLOOR).
     PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --plat "$MANYLINUX" -w "$OUT" "$raw" \
       >"$WB/auditwheel-$variant-$tag.log" 2>&1 ||
       { cat "$WB/auditwheel-$variant-$tag.log" >&2; exit 1; }
