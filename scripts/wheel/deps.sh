@@ -114,8 +114,9 @@ EOF
 
 # The zig toolchain: the ziglang wheel (pip download, checked against ZIG_WHEEL_SHA256) unpacked
 # into $TOOLCHAIN/zig, cc/c++ wrappers that compile and link for x86_64 Linux with glibc
-# $ZIG_GLIBC, and the CMake toolchain file. zig's cache (libc++, libunwind and compiler-rt, built
-# once for the target; every compiled object) stays inside the toolchain directory.
+# $ZIG_GLIBC, and the CMake toolchain file. zig's global cache (libc++, libunwind, compiler-rt and
+# glibc's stubs, built once for the target) stays inside the toolchain directory; its local cache
+# (every object it compiles, which ccache keeps where wanted) is a temporary directory per call.
 build_zig_toolchain() {
   local tc=$TOOLCHAIN whl
   rm -rf "$tc" && mkdir -p "$tc/bin" "$WHEEL_CACHE"
@@ -135,9 +136,14 @@ build_zig_toolchain() {
   for tool in cc c++; do
     cat >"$tc/bin/$tool" <<EOF
 #!/bin/sh
-export ZIG_GLOBAL_CACHE_DIR=$tc/cache ZIG_LOCAL_CACHE_DIR=$tc/cache
 unset LIBRARY_PATH CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH
-exec $tc/zig/zig $tool -target x86_64-linux-gnu.$ZIG_GLIBC -fno-sanitize=undefined "\$@"
+ZIG_GLOBAL_CACHE_DIR=$tc/cache
+ZIG_LOCAL_CACHE_DIR=\$(mktemp -d "\${TMPDIR:-/tmp}/zarrflow-zig.XXXXXX") || exit 1
+export ZIG_GLOBAL_CACHE_DIR ZIG_LOCAL_CACHE_DIR
+$tc/zig/zig $tool -target x86_64-linux-gnu.$ZIG_GLIBC -fno-sanitize=undefined "\$@"
+status=\$?
+rm -rf "\$ZIG_LOCAL_CACHE_DIR"
+exit \$status
 EOF
     chmod +x "$tc/bin/$tool"
   done
