@@ -205,11 +205,11 @@ void make_engine(Engine* self, const BatchPlan& plan, const EngineArgs& a) {
   options.depth = a.depth;
   options.host_share = a.host_share;
   if (!a.balance.is_none()) options.balance = nb::cast<Balance&>(a.balance).balance;
-  auto maker = maker_of(recipe_of(plan, a), a);
-  auto* e = new (self) Engine();
+  auto engine = value_or_throw(BatchEngine::create(maker_of(recipe_of(plan, a), a), options));
+  auto* e = new (self) Engine();  // nothing throws from here on
   e->keep = {a.executor, a.decode_executor, a.cache, a.host_cache, a.shard_indexes};
   e->reader = a.reader;
-  e->engine = value_or_throw(BatchEngine::create(std::move(maker), options));
+  e->engine = std::move(engine);
 }
 
 // The jobs of a pass: `sizes` batches over the samples, in order.
