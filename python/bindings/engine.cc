@@ -244,6 +244,7 @@ py::Tensor tensor_of(MadeBatch& b, const Engine& e) {
   return pooled_device_tensor(b.dtype, b.shape, b.data, std::move(b.memory),
                               shared_reader(reader.state), b.device);
 #else
+  (void)e;
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
 }

@@ -116,7 +116,9 @@ nb::dict read_batch(const nb::list& arrays, const Table& table, const py::Tensor
     keep.push_back(nb::cast<std::shared_ptr<Array>>(h));
     arrs.push_back(keep.back().get());
   }
-  BatchSource source{arrs, RequestTable{table.data(), table.shape(0), table.shape(1)}};
+  BatchSource source;
+  source.arrays = arrs;
+  source.table = RequestTable{table.data(), table.shape(0), table.shape(1)};
   if (normalize) {
     if (normalize->shape(1) != 2)
       throw StatusError(
