@@ -280,6 +280,27 @@ def test_interpreter_exits_cleanly_mid_epoch(store):
     assert r.stdout.strip() == "ok"
 
 
+def test_a_cpu_loader_reads_in_a_forked_child(store):
+    """The engine's threads do not survive fork: a child (a DataLoader worker) whose parent
+    already iterated makes its own and gets the same batches."""
+    import multiprocessing as mp
+
+    ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", seed=4)
+    first = [b["time"].tolist() for b in ld]  # the parent's engine runs and reads ahead
+
+    def child(q):
+        q.put([b["time"].tolist() for b in ld])
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    got = q.get(timeout=60)
+    p.join(60)
+    assert p.exitcode == 0 and got == first
+    assert [b["time"].tolist() for b in ld] == first  # the parent's engine is unaffected
+
+
 def test_spatial_windows_with_overlap(store):
     ld = zarrflow.Loader(store, VARS, batch_size=6, device="cpu", output="numpy", shuffle=False,
                          input_dims={"latitude": 4, "longitude": 6},
