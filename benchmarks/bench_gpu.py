@@ -3,7 +3,8 @@ codec and reader, warm and cold page cache, with CPU cost and the hardware ceili
 
 Same ERA5-like data as bench_read.py: a float32 (N, 721, 1440) array, one field per chunk,
 written once per codec (tensorstore, Zarr v3; zarr-python for numcodecs LZ4, a Zarr v2 codec):
-  raw, zstd-3, blosc-lz4-shuffle, blosc-zstd-bitshuffle, gzip-1, lz4.
+  raw, zstd-3, blosc-lz4-shuffle, blosc-zstd-bitshuffle, gzip-1, lz4, and sharded-zstd-3 (shards
+  of 8 fields, inner chunks of one field, zstd level 3, crc32c index).
 Readers, all ending with the decoded array in GPU memory (--readers picks some):
   zarrflow-gpu        arr.read(device="cuda"): compressed bytes to the GPU, decoded there
   zarrflow-cpu+copy   arr.read(out=pinned) on the CPU, then one pinned host-to-device copy
@@ -23,11 +24,21 @@ the page cache (posix_fadvise DONTNEED) before each of --cold-runs runs. CPU cos
 user + system time (getrusage) over a run / decoded GB (median over the runs). Thread counts are
 the host's cores for every reader (--threads), and recorded.
 Ceilings measured in the same run: pinned and pageable H2D bandwidth, O_DIRECT read bandwidth of
-the raw store, GPU decode throughput per codec (zarrflow's decode stage, data already on the GPU),
-and the raw store read through cuFile / O_DIRECT / pinned staging.
-Writes bench_gpu.json, bench_gpu.md (rewritten after each codec, so a cut-off run leaves what it
-measured) and bench_gpu.png into --out. --cpu-dry-run runs the CPU side without a GPU (no torch):
-store writing and the CPU readers into NumPy, with no copy to the GPU.
+the raw store, the raw store read through cuFile / O_DIRECT / pinned staging, and per codec the
+stage ceilings of zarrflow-gpu's warm read (benchmarks/ceilings.py): (a) staging, the chunks'
+stored bytes read by --threads host threads into pinned memory (page cache warm); (b) pinned H2D;
+(c) the GPU decode stage, the decode kernels' GPU time in the timed reads (chunks already in device
+memory); (d) zarrflow-gpu end to end; with d ÷ min(a × ratio, b × ratio, c) and its target.
+The stage ceilings alone (about a minute on a 16-core H100 host, stores written once):
+
+    python benchmarks/bench_gpu.py --readers zarrflow-gpu --name bench_ceilings \
+        --codecs raw,zstd-3,blosc-lz4-shuffle,sharded-zstd-3 --runs 5 --cold-runs 1
+
+(benchmarks/bench_ceilings.sh runs it with the loader's ceilings and the decode cost to a model.)
+Writes NAME.json, NAME.md (rewritten after each codec, so a cut-off run leaves what it measured)
+and NAME.png into --out (NAME: --name, default bench_gpu). --cpu-dry-run runs the CPU side without
+a GPU (no torch): store writing, the CPU readers into NumPy with no copy to the GPU, and staging
+into pageable memory.
 """
 
 from __future__ import annotations
@@ -52,13 +63,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_read as br  # noqa: E402
+import ceilings as stage_ceilings  # noqa: E402
 
 import zarrflow  # noqa: E402
 
 CODECS = dict(br.CODECS)
 CODECS["gzip-1"] = [{"name": "gzip", "configuration": {"level": 1}}]
 LZ4 = "lz4"
-ALL_CODECS = list(CODECS) + [LZ4]
+SHARDED = "sharded-zstd-3"
+SHARD_FIELDS = 8
+ALL_CODECS = list(CODECS) + [LZ4, SHARDED]
 
 READERS = {
     "zarrflow-gpu": 'arr.read(device="cuda"): compressed bytes → pinned staging → one H2D copy per '
@@ -114,6 +128,58 @@ def write_lz4(path: Path, data: np.ndarray) -> None:
     for i in range(0, len(data), 16):
         a[i:i + 16] = data[i:i + 16]
     (path / ".complete").touch()
+
+
+def write_sharded(path: Path, data: np.ndarray, threads: int) -> None:
+    """Zarr v3 shards of SHARD_FIELDS fields, inner chunks of one field, zstd level 3 (tensorstore)."""
+    import tensorstore as ts
+
+    spec = br.ts_spec(path, "raw", threads, len(data))
+    inner = [{"name": "bytes", "configuration": {"endian": "little"}}] + br.CODECS["zstd-3"]
+    spec["metadata"]["chunk_grid"]["configuration"]["chunk_shape"] = [SHARD_FIELDS, br.NLAT, br.NLON]
+    spec["metadata"]["codecs"] = [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [1, br.NLAT, br.NLON], "codecs": inner,
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+        "index_location": "end"}}]
+    arr = ts.open(spec).result()
+    step = 2 * SHARD_FIELDS
+    for i in range(0, len(data), step):
+        j = min(i + step, len(data))
+        arr[i:j].write(data[i:j]).result()
+    (path / ".complete").touch()
+
+
+def store_path(data_dir: Path, n: int, codec: str) -> Path:
+    return data_dir / f"era5_{n}x{br.NLAT}x{br.NLON}_{codec}.zarr"
+
+
+def write_stores(data_dir: Path, n: int, codecs: list[str], threads: int,
+                 failed: Callable[[str, str], None]) -> dict[str, Path]:
+    """The store of each codec, of ``n`` fields (written once, reused while complete); a codec
+    whose store cannot be written is passed to ``failed`` with the reason and left out."""
+    paths: dict[str, Path] = {}
+    fields = None
+    for codec in codecs:
+        path = store_path(data_dir, n, codec)
+        if not (path / ".complete").exists():
+            try:
+                if fields is None:
+                    fields = br.make_fields(n)
+                if codec == LZ4:
+                    write_lz4(path, fields)
+                elif codec == SHARDED:
+                    write_sharded(path, fields, threads)
+                else:
+                    br.CODECS[codec] = CODECS[codec]
+                    br.write_store(path, codec, fields, threads)
+            except Exception as e:  # noqa: BLE001 (e.g. zarr missing for the LZ4 store)
+                failed(codec, f"store not written: {why(e)}")
+                continue
+        paths[codec] = path
+    # Dirty pages of a store just written cannot be dropped from the page cache: flush them, or the
+    # first "cold" runs read from memory (tensorstore syncs its writes; zarr-python does not).
+    os.sync()
+    return paths
 
 
 def o_direct_read_gbps(path: Path, threads: int) -> float:
@@ -189,6 +255,10 @@ class Ctx:
             self.pinned_np = np.empty(shape, np.float32)
         self.ref = np.empty(shape, np.float32)   # zarrflow's CPU read of the current codec
         self.ref_dev = None
+
+    def staging_buffer(self) -> np.ndarray:
+        """The pinned buffer (pageable in a dry run) as bytes, for the staging ceiling."""
+        return self.pinned_np.view(np.uint8).reshape(-1)
 
     def set_reference(self, arr) -> None:
         arr.read(out=self.ref)
@@ -430,6 +500,8 @@ def parse_args(argv=None):
                     help="threads for every reader (default: this host's cores)")
     ap.add_argument("--data", default="bench_data", help="where the stores are written (reused)")
     ap.add_argument("--out", default="bench_results", help="where results go")
+    ap.add_argument("--name", default="bench_gpu", help="the result files' name: NAME.json, .md, .png "
+                                                         "(default bench_gpu)")
     ap.add_argument("--runs", type=int, default=None, help="warm timed runs (default 3; 2 with --quick)")
     ap.add_argument("--cold-runs", type=int, default=None, help="cold timed runs (default 2; 1 with --quick)")
     ap.add_argument("--codecs", default=",".join(ALL_CODECS), help="comma list (default all)")
@@ -498,36 +570,18 @@ def main(argv=None) -> int:
         "reader_descriptions": {r: READERS[r] for r in args.reader_list},
         "zarr_gpu": zarr_gpu_facts(),
         "ceilings": {}, "runs": [], "reader_info": {}, "unavailable": {}, "mismatches": [],
-        "budget_s": args.budget_s,
+        "budget_s": args.budget_s, "name": args.name, "staging": {},
     }
 
     def unavailable(reader: str, codec: str, reason: str) -> None:
         results["unavailable"].setdefault(reader, {})[codec] = reason
         print(f"{codec:<22} {reader:<18} unavailable: {reason}", flush=True)
 
-    # Stores.
-    paths: dict[str, Path] = {}
-    fields = None
-    for codec in args.codec_list:
-        path = data_dir / f"era5_{n}x{br.NLAT}x{br.NLON}_{codec}.zarr"
-        if not (path / ".complete").exists():
-            try:
-                if fields is None:
-                    fields = br.make_fields(n)
-                if codec == LZ4:
-                    write_lz4(path, fields)
-                else:
-                    br.CODECS[codec] = CODECS[codec]
-                    br.write_store(path, codec, fields, args.threads)
-            except Exception as e:  # noqa: BLE001 (e.g. zarr missing for the LZ4 store)
-                for r in args.reader_list:
-                    unavailable(r, codec, f"store not written: {why(e)}")
-                continue
-        paths[codec] = path
-    del fields
-    # Dirty pages of a store just written cannot be dropped from the page cache: flush them, or the
-    # first "cold" runs read from memory (tensorstore syncs its writes; zarr-python does not).
-    os.sync()
+    def not_written(codec: str, reason: str) -> None:
+        for r in args.reader_list:
+            unavailable(r, codec, reason)
+
+    paths = write_stores(data_dir, n, args.codec_list, args.threads, not_written)
     results["store_seconds"] = time.monotonic() - t_start
 
     ctx = Ctx(args, (n, br.NLAT, br.NLON))
@@ -536,14 +590,8 @@ def main(argv=None) -> int:
         torch = ctx.torch
         results["gpu"] = torch.cuda.get_device_name()
         results["nvcomp"] = zarrflow.nvcomp_status() or "loaded"
-        h2d = []
-        for _ in range(3):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            ctx.dev.copy_(ctx.pinned, non_blocking=True)
-            torch.cuda.synchronize()
-            h2d.append(gb / (time.perf_counter() - t0))
-        ceilings["pinned_h2d_GBps"] = statistics.median(h2d)
+        ceilings["pinned_h2d_GBps"] = stage_ceilings.pinned_h2d_gbps(torch, nbytes, pinned=ctx.pinned,
+                                                                     dev=ctx.dev)
         host = np.ones(ctx.shape, np.float32)  # pages touched, as a reader's fresh result would be
         pg = []
         for _ in range(3):
@@ -577,6 +625,7 @@ def main(argv=None) -> int:
             measure(ctx, results, reader, codec, path, stored, unavailable)
         ctx.ref_dev = None
         free_gpu_pools()
+        measure_staging(ctx, results, codec, path, t_start)
         write_outputs(results, out_dir, plot_too=False)
 
     if "raw" in paths and not args.cpu_dry_run:
@@ -586,6 +635,39 @@ def main(argv=None) -> int:
     table = write_outputs(results, out_dir, plot_too=True)
     print(table)
     return 1 if results["mismatches"] else 0
+
+
+def measure_staging(ctx: Ctx, results: dict, codec: str, path: Path, t_start: float) -> None:
+    """The staging ceiling (a) of one codec's store: its chunks' stored bytes read by the
+    readers' thread count into pinned memory, warm page cache, median of --runs."""
+    into = results.setdefault("staging", {})
+    if time.monotonic() - t_start > ctx.args.budget_s:
+        into[codec] = {"error": f"skipped: --budget-s {ctx.args.budget_s:.0f} s spent"}
+        return
+    try:
+        into[codec] = stage_ceilings.staging_rate(stage_ceilings.stored_pieces(path),
+                                                  ctx.staging_buffer(), ctx.threads, ctx.args.runs)
+    except (OSError, ValueError) as e:
+        into[codec] = {"error": why(e)}
+    print(f"{codec:<22} {'staging':<18} warm {into[codec].get('stored_GBps', float('nan')):7.2f} "
+          "stored GB/s into " + ("pageable memory (dry run)" if ctx.dry else "pinned memory"), flush=True)
+
+
+def ceiling_rows(results: dict) -> list[dict]:
+    """Per codec with a staging rate: the stage ceilings against zarrflow-gpu's warm read."""
+    warm = {r["codec"]: r for r in results["runs"]
+            if r["reader"] == "zarrflow-gpu" and r["cache"] == "warm" and "GBps" in r}
+    rows = []
+    for codec in results["codecs"]:
+        staged = results.get("staging", {}).get(codec, {})
+        if "stored_GBps" not in staged:
+            continue
+        g = warm.get(codec, {})
+        rows.append(stage_ceilings.ceiling_row(
+            codec, results["decoded_bytes"] / staged["stored_bytes"], staged["stored_GBps"],
+            results["ceilings"].get("pinned_h2d_GBps"), g.get("gpu_decode_GBps"), g.get("GBps"),
+            compressed=codec != "raw"))
+    return rows
 
 
 def measure(ctx: Ctx, results: dict, reader: str, codec: str, path: Path, stored: int,
@@ -607,11 +689,20 @@ def measure(ctx: Ctx, results: dict, reader: str, codec: str, path: Path, stored
         results["mismatches"].append({"codec": codec, "reader": reader, "problem": bad})
         return
     arr = info.pop("_arr", None)
+    reports: list[dict] = []  # zarrflow-gpu: each timed read's report
+    if arr is not None:
+        read = fn
+
+        def fn():
+            t = read()
+            reports.append(arr.last_read_report)
+            return t
     msgs = sorted({str(w.message)[:200] for w in caught})
     if msgs:
         info["warnings"] = msgs
     results["reader_info"].setdefault(reader, {})[codec] = info
     for temp in ("warm", "cold"):
+        reports.clear()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -629,11 +720,7 @@ def measure(ctx: Ctx, results: dict, reader: str, codec: str, path: Path, stored
             rep = arr.last_read_report
             row["report"] = {k: v for k, v in rep.items() if k != "notes"}
             row["notes"] = rep["notes"]
-            # the decode stage's rate over the chunks the GPU decoded (equal-sized here); none
-            # when the host threads decoded them all (numcodecs LZ4 under gpu_decode="auto")
-            on_gpu = rep["gpu_decoded"] / max(1, rep["gpu_decoded"] + rep["cpu_decoded"])
-            if rep["decode_ms"] > 0 and codec != "raw" and on_gpu > 0:
-                row["gpu_decode_GBps"] = gb * on_gpu / (rep["decode_ms"] / 1e3)
+            row.update(stage_rates(reports, gb, codec != "raw"))
         results["runs"].append(row)
         print(f"{codec:<22} {reader:<18} {temp:<4} {row['GBps']:7.2f} GB/s "
               f"{row['core_s_per_GB']:6.3f} core-s/GB  decode {row.get('decode_on', '?')}"
@@ -642,6 +729,25 @@ def measure(ctx: Ctx, results: dict, reader: str, codec: str, path: Path, stored
     if arr is not None and arr.last_read_report and arr.last_read_report.get("cpu_decoded"):
         rep = arr.last_read_report
         print(f"  note: {rep['cpu_decoded']} chunks decoded on the CPU: {rep['notes']}")
+
+
+def stage_rates(reports: list[dict], gb: float, compressed: bool) -> dict:
+    """From the timed reads' reports: the GPU decode stage in decoded GB/s (the chunks the GPU
+    decoded, equal-sized here, over the decode kernels' GPU time; median over the reads; none
+    when the host threads decoded them all, as numcodecs LZ4 under gpu_decode="auto") and the
+    copy stage in GB/s of bytes copied (over the H2D copies' GPU time; median)."""
+    out: dict = {}
+    decode = [r["decode_ms"] / 1e3 for r in reports if r.get("decode_ms", 0) > 0]
+    last = reports[-1] if reports else {}
+    on_gpu = last.get("gpu_decoded", 0) / max(1, last.get("gpu_decoded", 0) + last.get("cpu_decoded", 0))
+    if compressed and decode and on_gpu > 0:
+        out["gpu_decode_GBps"] = gb * on_gpu / statistics.median(decode)
+        out["gpu_decode_s"] = decode
+    h2d = [r["h2d_bytes"] / 1e9 / (r["h2d_ms"] / 1e3) for r in reports
+           if r.get("h2d_ms", 0) > 0 and "h2d_bytes" in r]
+    if h2d:
+        out["h2d_stage_GBps"] = statistics.median(h2d)
+    return out
 
 
 def free_gpu_pools() -> None:
@@ -681,12 +787,14 @@ def io_ceilings(ctx: Ctx, results: dict, raw: Path, nbytes: int, t_start: float)
 
 
 def write_outputs(results: dict, out_dir: Path, plot_too: bool) -> str:
-    (out_dir / "bench_gpu.json").write_text(json.dumps(results, indent=2, default=str))
+    results["ceiling_rows"] = ceiling_rows(results)
+    name = results.get("name", "bench_gpu")
+    (out_dir / f"{name}.json").write_text(json.dumps(results, indent=2, default=str))
     table = write_table(results)
-    (out_dir / "bench_gpu.md").write_text(table)
+    (out_dir / f"{name}.md").write_text(table)
     if plot_too:
         try:
-            plot(results, out_dir / "bench_gpu.png")
+            plot(results, out_dir / f"{name}.png")
         except ImportError:
             print("matplotlib is not installed: no plot", file=sys.stderr)
     return table
@@ -811,6 +919,13 @@ def write_table(results: dict) -> str:
             lines.append(f"| {r['reader']} | {r['cache']} | "
                          + (f"{r['GBps']:.2f} | {r.get('io', '')} |" if "GBps" in r else f"— | {r['error']} |"))
         lines.append("")
+    if results.get("ceiling_rows"):
+        lines += ["### Ceilings of zarrflow-gpu's warm read, decoded GB/s", "",
+                  "(a) the chunks' stored bytes read by the same thread count into "
+                  + ("pageable memory (dry run)" if results.get("cpu_dry_run") else "pinned memory")
+                  + ", (b) pinned H2D, both × ratio; (c) the GPU decode stage (decode kernels' GPU "
+                  "time in the same reads); (d) zarrflow-gpu end to end, warm.", "",
+                  stage_ceilings.ceilings_table(results["ceiling_rows"], "codec")]
     if "total_seconds" in results:
         lines.append(f"Run time {results['total_seconds']:.0f} s (stores {results['store_seconds']:.0f} s).")
     return "\n".join(lines) + "\n"
@@ -878,7 +993,7 @@ def plot(results: dict, path: Path) -> None:
     axes[0].set_ylabel("decoded GB/s into GPU memory (log scale)")
     dest = "host memory — CPU DRY RUN, no GPU" if results.get("cpu_dry_run") else results["gpu"]
     fig.suptitle(f"{results['decoded_bytes'] / 1e9:.2f} GB ERA5-like float32 → {dest}, "
-                 f"{results['threads']} threads; n/a = unavailable (reasons in bench_gpu.md)")
+                 f"{results['threads']} threads; n/a = unavailable (reasons in {results.get('name', 'bench_gpu')}.md)")
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -14,7 +14,7 @@ What it does, in one process:
      (4-byte ranges of one local file). Both are kept in --work and reused when they match.
   2. reads "t2m" whole with each reader, from the repository's directory and, with --s3, over
      S3 from tests/servers/s3_files_server.py (a stdlib S3 endpoint serving that directory,
-     in its own process):
+     in processes of its own, --s3-processes of them):
        zarrflow            zarrflow.open(..., threads=N)["t2m"][...]          -> NumPy
        zarr-python         zarr.open_array(icechunk session store)[...]      -> NumPy
                            (async.concurrency = threading.max_workers = N)
@@ -28,6 +28,8 @@ What it does, in one process:
      local read; then --repeat timed rounds run every reader once each (the order rotated per
      round), and the median is reported. Local reads come from the page cache (the repository
      was just written or read).
+     Over S3 it then fetches the stored chunks alone (raw GETs, no decoding) from the same
+     server: the ceiling of every reader's stored GB/s there.
   3. opens the 1M-chunk repository and reads its first chunk (refs -> snapshot -> manifest ->
      chunk), max(2 * --repeat + 1, 7) times in this process, the first one reported separately
      (nothing of the repository cached in the process yet, its files in the page cache), with
@@ -301,6 +303,30 @@ def measure_open(repo: Path, prefix: str, repeat: int) -> dict:
 
 # --- output ---------------------------------------------------------------------------------
 
+def measure_raw_gets(readers: Readers, repeat: int) -> dict:
+    """What the S3 server delivers of the stored chunks alone, without decoding: every object
+    under the read repository's chunks/ fetched whole with zarrflow's HTTP client from
+    `readers.threads` Python threads (each fetch releases the GIL; its body is then copied once
+    into a bytes object, so this is a lower bound of the server's rate), `repeat` rounds, the
+    median. The readers above cannot move stored bytes faster than this from the same server."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from zarrflow import _remote
+
+    url, opts = readers._url_and_options("s3")
+    store = _remote.open_remote(url, opts)
+    keys = [k for k, _ in store.list("chunks")]
+    seconds, nbytes = [], 0
+    with ThreadPoolExecutor(readers.threads) as pool:
+        for _ in range(max(1, repeat)):
+            t0 = time.perf_counter()
+            nbytes = sum(pool.map(lambda k: len(store.get(k)), keys))
+            seconds.append(time.perf_counter() - t0)
+    med = statistics.median(seconds)
+    return {"objects": len(keys), "bytes": nbytes, "seconds": [round(x, 4) for x in seconds],
+            "median_seconds": round(med, 4), "stored_GBps": round(nbytes / med / 1e9, 3)}
+
+
 def markdown(res: dict) -> str:
     env = res["environment"]
     lines = [f"# Icechunk read benchmark ({env['host']})", "",
@@ -319,6 +345,12 @@ def markdown(res: dict) -> str:
                       if k.startswith("speedup_vs_")), "")
         lines.append(f"| {row['storage']} | {row['reader']} | {row['median_seconds']:.3f} | "
                      f"{row['decoded_GBps']:.2f} | {row['stored_GBps']:.2f} | {speed} |")
+    g = res.get("s3_raw_gets")
+    if g:
+        lines += ["", f"The S3 server ({res.get('s3_processes', 1)} process(es)) delivers the "
+                      f"{g['objects']} stored chunks alone (raw GETs, {res['threads']} threads, no "
+                      f"decoding) at {g['stored_GBps']:.2f} GB/s (median of "
+                      f"{len(g['seconds'])}): the ceiling of every reader's stored GB/s over S3."]
     o = res.get("open")
     if o:
         lines += ["", f"Open to the first chunk of a {o['chunks']}-chunk array (spec "
@@ -391,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--chunks-open", type=int, default=1_000_000)
     p.add_argument("--s3", action="store_true", help="also read over S3 (loopback server)")
+    p.add_argument("--s3-processes", type=int, default=1, help="processes of the loopback S3 "
+                   "server (default 1; one Python process's GIL bounds what it serves)")
     p.add_argument("--gpu", action="store_true", help="also read into GPU memory (torch, CUDA)")
     p.add_argument("--work", type=Path, help="where the repositories go (default: a temporary "
                    "directory); kept and reused")
@@ -426,13 +460,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.s3:
         from servers.s3_files_server import S3FilesServer
 
-        server = S3FilesServer(work / "s3")
+        server = S3FilesServer(work / "s3", processes=args.s3_processes)
         readers.s3 = {"endpoint": server.endpoint}
+        res["s3_processes"] = args.s3_processes
         places.append("s3")
-        say(f"S3 server at {server.endpoint} (pid {server.pid}) serving {work / 's3'}")
+        say(f"S3 server at {server.endpoint} (pid {server.pid}, {args.s3_processes} "
+            f"process(es)) serving {work / 's3'}")
     try:
         res["reads"] = run_reads(readers, places, args.gpu, args.repeat, nbytes,
                                  res["read_repo"]["stored_bytes"], ref)
+        if server is not None:
+            say("raw GETs of the stored chunks from the S3 server")
+            res["s3_raw_gets"] = measure_raw_gets(readers, args.repeat)
     finally:
         if server is not None:
             server.stop()

@@ -11,8 +11,9 @@
 #   OUT=/path benchmarks/bench_icechunk_gpu.sh [bench_icechunk.py arguments]   (on the GPU host,
 #        with .gpu/ and .whl/ as for scripts/gpu_run.sh) runs the benchmark; results in $OUT:
 #        bench_icechunk.json, .md (.png when matplotlib is there), tests.log.
-# ICECHUNK_GB sets the size (default 2.2 GB decoded); the repositories go to
-# /tmp/zarrflow_icechunk and are reused by a second run.
+# ICECHUNK_GB sets the size (default 2.2 GB decoded), S3_PROCESSES the loopback S3 server's
+# processes (default 4); the repositories go to /tmp/zarrflow_icechunk and are reused by a second
+# run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -52,4 +53,5 @@ OUT="${OUT:-$PWD/gpu_out}"
 export OUT
 mkdir -p "$OUT"
 exec scripts/gpu_run.sh py benchmarks/bench_icechunk.py --gb "${ICECHUNK_GB:-2.2}" \
-  --threads "$(nproc)" --repeat 3 --s3 --gpu --work /tmp/zarrflow_icechunk --out "$OUT" "$@"
+  --threads "$(nproc)" --repeat 3 --s3 --s3-processes "${S3_PROCESSES:-4}" --gpu \
+  --work /tmp/zarrflow_icechunk --out "$OUT" "$@"

@@ -12,6 +12,17 @@ Reported per run: samples/s, GB/s of batches (x and y, in the output dtype), and
 DataLoader (8 workers, pin_memory) over a map-style Dataset that reads each sample with
 tensorstore (a common PyTorch pattern), then .cuda(); and the same over xarray with tensorstore
 reading (xarray_tensorstore.open_zarr), when it is installed.
+
+--ceilings: only the loader's default and two workers on both stores (whole 721x1440 fields,
+float32, no training step), next to the stage ceilings of the same stores (benchmarks/ceilings.py):
+(a) the stores' stored chunk bytes read by as many host threads as zarrflow reads with into pinned
+memory, (b) pinned H2D, both × the run's compression ratio, and (c) the GPU decode stage (the
+decode kernels' GPU time in the timed epochs, from the loader's counters). End to end is the
+decoded bytes of the chunks the loader read (each chunk once, however many samples share it) per
+second, so that it compares with the ceilings; the batches' GB/s counts x and y of every sample.
+Writes bench_loader_ceilings.json and .md:
+
+    python benchmarks/bench_loader.py --ceilings --data /tmp/zarrflow_bench --out OUT
 """
 
 from __future__ import annotations
@@ -29,10 +40,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ceilings as cl  # noqa: E402
 import zarrflow  # noqa: E402
 from zarrflow.tools.synthetic import FieldMaker  # noqa: E402
 
 NLAT, NLON = 721, 1440
+FIELD_BYTES = NLAT * NLON * 4  # one chunk of either store, decoded
+STAGING_BYTES = 2_000_000_000  # the pinned buffer the staging ceiling reads into, reused
 VARS = ["u_component_of_wind", "v_component_of_wind", "temperature", "geopotential",
         "specific_humidity"]
 
@@ -187,7 +201,8 @@ def timed_epochs(ld, variables, *, dtype, step_s: float, epochs: int) -> dict:
         epoch_s.append(round(time.perf_counter() - te, 4))
     wall = time.perf_counter() - t0
     st, calls = ld.stats(), pool_calls()
-    return {"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
+    gpu_times = {k: st[k] - st0[k] for k in ("h2d_ms", "decode_ms") if k in st and k in st0}
+    return {**gpu_times,"samples_per_s": n / wall, "batch_GBps": n * per_sample / 1e9 / wall,
             "wait_fraction": waited / wall, "wall_s": wall, "samples": n, "workers": ld.workers,
             "prefetch": ld.prefetch,
             "stored_GB": (st["stored_bytes"] - st0["stored_bytes"]) / 1e9,
@@ -309,10 +324,15 @@ def main() -> int:
                     help="only: loader-only runs at these host decode shares (e.g. auto,0,0.1,0.2), "
                          "two workers, both grids, float32: does the host add to the GPU's decoding "
                          "when the consumer always waits?")
+    ap.add_argument("--ceilings", action="store_true",
+                    help="only: the default and two workers on both stores next to their stage "
+                         "ceilings (staging, H2D, GPU decode)")
     ap.add_argument("--gpu-memory-limit", default="0.9",
                     help="zarrflow's GPU memory limit in these loader-only loops, with no model "
                          "beside them (the library's default leaves 60%% of the GPU to a model)")
     args = ap.parse_args()
+    if args.ceilings and (args.chunks_640 or args.windows or args.shares or args.full or args.only_cache):
+        ap.error("--ceilings runs alone (whole fields of the 721x1440-chunked stores)")
     import torch
 
     limit = zarrflow.set_gpu_memory_limit(args.gpu_memory_limit)
@@ -320,7 +340,9 @@ def main() -> int:
     data.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     tag = ("_c640" if args.chunks_640 else "_windows" if args.windows else
-           "_shares" if args.shares else "")
+           "_shares" if args.shares else "_ceilings" if args.ceilings else "")
+    if args.ceilings:  # staging is measured with as many threads as the loader reads with
+        zarrflow.set_num_threads(len(os.sched_getaffinity(0)))
     chunk_hw = (640, 1280) if args.chunks_640 else (NLAT, NLON)
     store_tag = "_c640" if args.chunks_640 else ""
     wb2 = data / f"wb2_{args.ntime_wb2}{store_tag}.zarr"
@@ -343,6 +365,10 @@ def main() -> int:
         plan.append((cfg, grid, dtype, step, workers, share))
 
     for cfg in ([] if args.only_cache else configs):
+        if args.ceilings:
+            for workers in (None, 2):
+                add(cfg, "721x1440", "float32", 0.0, workers)
+            continue
         if args.shares:
             for grid in ("640x1280", "721x1440"):
                 for share in args.shares:
@@ -401,7 +427,7 @@ def main() -> int:
                                     (stack, stack_vars, "stacked v3 zstd, 71 ch")):
         tiers = (("GPU", {"cache_gb": 30.0}, 1), ("GPU", {"cache_gb": 30.0}, None),
                  ("pinned host", {"host_cache_gb": 30.0}, None))
-        for tier, kw, workers in (() if args.chunks_640 or args.windows or args.shares else
+        for tier, kw, workers in (() if args.chunks_640 or args.windows or args.shares or args.ceilings else
                                   tiers if args.full or args.only_cache else tiers[:2]):
             print(f"run: {label} {tier} cache, {workers} workers", flush=True)
             r = attempt(run_zarrflow, store, variables, crop=None, dtype="float32",
@@ -420,7 +446,7 @@ def main() -> int:
         results["unavailable"] = {"DataLoader+xarray+tensorstore": str(e)}
         print(f"baseline xarray+tensorstore unavailable: {e}", file=sys.stderr, flush=True)
     for step in (() if args.only_cache or args.chunks_640 or args.windows or args.shares
-                 else (0.0, 0.05)):
+                 or args.ceilings else (0.0, 0.05)):
         for base, dataset in baselines:
             try:
                 r = run_baseline(wb2, wb2_vars, step, dataset=dataset)
@@ -448,9 +474,47 @@ def main() -> int:
                      f"{r['step_s'] * 1000:.0f} ms | {r['samples_per_s']:.1f} | {r['batch_GBps']:.2f} | "
                      f"{stored} | "
                      + (f"{100 * r['wait_fraction']:.0f}% |" if r["step_s"] else "— (loader only) |"))
+    if args.ceilings:
+        loader_ceilings(results, {label: store for store, _, _, label in configs})
+        (out / f"bench_loader{tag}.json").write_text(json.dumps(results, indent=2))
+        lines += ["", "Stage ceilings, decoded GB/s of the chunks read (each once):", "",
+                  cl.ceilings_table(results["ceiling_rows"], "store, loader")]
     (out / f"bench_loader{tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
+
+
+def loader_ceilings(results: dict, stores: dict[str, Path]) -> None:
+    """The stores' staging rates and the pinned H2D rate, measured now, and a ceiling row per
+    loader run (into results)."""
+    import torch
+
+    threads = len(os.sched_getaffinity(0))
+    h2d = cl.pinned_h2d_gbps(torch, STAGING_BYTES)
+    buffer = cl.pinned_buffer(STAGING_BYTES, dry=False)
+    staging = {label: cl.staging_rate(cl.stored_pieces(path), buffer, threads, runs=3)
+               for label, path in stores.items()}
+    del buffer
+    results["ceilings"] = {"pinned_h2d_GBps": h2d, "staging": staging, "threads": threads}
+    results["ceiling_rows"] = [row for r in results["runs"]
+                               if (row := loader_ceiling_row(r, staging, h2d)) is not None]
+
+
+def loader_ceiling_row(run: dict, staging: dict, h2d_GBps: float) -> dict | None:
+    """A loader run against its store's ceilings, in decoded GB/s of the chunks it read; None
+    for a failed run or one without the GPU counters."""
+    if "error" in run or not run.get("stored_GB") or run["store"] not in staging:
+        return None
+    decoded = (run["gpu_decoded"] + run["cpu_decoded"]) * FIELD_BYTES
+    decode_s = run.get("decode_ms", 0) / 1e3
+    decode = run["gpu_decoded"] * FIELD_BYTES / 1e9 / decode_s if decode_s > 0 else None
+    row = cl.ceiling_row(f"{run['store']}: {run['loader']}", decoded / (run["stored_GB"] * 1e9),
+                         staging[run["store"]]["stored_GBps"], h2d_GBps, decode,
+                         decoded / 1e9 / run["wall_s"], compressed=True)
+    row.update(store=run["store"], loader=run["loader"], batch_GBps=run["batch_GBps"],
+               cpu_decoded=run["cpu_decoded"],
+               gpu_decoded=run["gpu_decoded"])
+    return row
 
 
 if __name__ == "__main__":

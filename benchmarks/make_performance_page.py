@@ -7,7 +7,9 @@
 The prose is benchmarks/performance_page.md; each ``{{name}}`` in it is replaced by a table or a
 figure that benchmarks/performance_tables.py computes from the JSON files; the README's summary
 table (between its "performance summary" comments) is written the same way. To add a result, put
-its JSON in docs/results, compute what the page shows from it there, and rerun this command.
+its JSON in docs/results, compute what the page shows from it there, and rerun this command. A
+section between ``<!-- if FILE -->`` and ``<!-- end if -->`` appears only when docs/results holds
+FILE.
 tests/test_performance_page.py checks that the committed files are what this command writes
 (the page and the README; not the plots, whose bytes depend on matplotlib's version).
 """
@@ -30,6 +32,7 @@ TEMPLATE = ROOT / "benchmarks" / "performance_page.md"
 PAGE = ROOT / "docs" / "performance.md"
 README = ROOT / "README.md"
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z0-9_]+)\s*\}\}")
+OPTIONAL = re.compile(r"<!-- if ([\w.-]+) -->\n(.*?)<!-- end if -->\n(\n?)", re.S)
 SUMMARY = re.compile(r"(<!-- performance summary: [^\n]*-->\n).*?(<!-- end of the performance summary -->)",
                      re.S)
 HEADER = ("<!-- Written by `python benchmarks/make_performance_page.py` from docs/results/*.json "
@@ -57,9 +60,16 @@ def reflow(text: str, width: int = 100) -> str:
     return "\n\n".join(paragraphs)
 
 
+def present_sections(template: str, results: Path) -> str:
+    """The template without its optional sections (``<!-- if FILE -->`` ... ``<!-- end if -->``)
+    whose result file is not in ``results``; the markers of the others dropped."""
+    return OPTIONAL.sub(lambda m: m.group(2) + m.group(3) if (results / m.group(1)).exists() else "",
+                        template)
+
+
 def page(results: Path = RESULTS, template: Path = TEMPLATE) -> str:
     """The page as this command writes it."""
-    return render(template.read_text(), performance_tables.all_values(results))
+    return render(present_sections(template.read_text(), results), performance_tables.all_values(results))
 
 
 def readme(text: str, results: Path = RESULTS) -> str:
@@ -77,6 +87,7 @@ def plots(results: Path) -> list[Path]:
 
     import bench_gpu
     import bench_read
+    import bench_sm_cost
     import bench_rechunk
     import bench_remote
     import plot_loader
@@ -99,6 +110,8 @@ def plots(results: Path) -> list[Path]:
             [load("bench_rechunk_16cores.json"), load("bench_rechunk_2cores.json")], p),
         "bench_remote.png": lambda p: bench_remote.plot(load("bench_remote.json"), p),
     }
+    if (results / performance_tables.SM_COST).exists():
+        drawn["bench_sm_cost.png"] = lambda p: bench_sm_cost.plot(load(performance_tables.SM_COST), p)
     for name, draw in drawn.items():
         draw(results / name)
     return [results / name for name in drawn]

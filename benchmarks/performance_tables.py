@@ -299,6 +299,86 @@ def loader_values(results: Path) -> Values:
             "run_to_run": percent(max(pairs))}
 
 
+# --- the stage ceilings (optional: shown when their result files exist) --------------------------------
+CEILINGS, LOADER_CEILINGS, SM_COST = "bench_ceilings.json", "bench_loader_ceilings.json", "bench_sm_cost.json"
+LOADER_SHORT = {"wb2 v2 blosc-lz4, 6 ch": "Loader, 6 ch Blosc-LZ4",
+                "stacked v3 zstd, 71 ch": "Loader, 71 ch zstd"}
+
+
+def _gpu_result(results: Path, name: str) -> dict:
+    res = load(results, name)
+    if res.get("cpu_dry_run"):
+        raise SystemExit(f"{name} is a CPU dry run, not a GPU result: take it out of docs/results")
+    return res
+
+
+def _opt(x: float | None, fmt: Callable[[float], str] = rate) -> str:
+    return "—" if x is None else fmt(x)
+
+
+def _of_ceiling(row: dict) -> str:
+    """End to end ÷ ceiling (bold below its target) and the stage that sets the ceiling."""
+    if row["of_ceiling"] is None:
+        return "—"
+    of = f"{row['of_ceiling']:.2f}"
+    return (of if row["meets_target"] else f"**{of}**") + f" ({row['binding']})"
+
+
+def ceilings_table(rows: Sequence[dict]) -> str:
+    header = ["read", "ratio", "staging × ratio", "H2D × ratio", "GPU decode", "end to end",
+              "÷ ceiling (stage)", "target"]
+    body = [[r["name"], f"{r['ratio']:.2f}", _opt(r["staging_decoded_GBps"]),
+             _opt(r["H2D_decoded_GBps"]), _opt(r["decode_decoded_GBps"]), _opt(r["end_to_end_GBps"]),
+             _of_ceiling(r), f"{r['target']:.1f}"] for r in rows]
+    return table(header, body)
+
+
+def _loader_rows(results: Path) -> list[dict]:
+    if not (results / LOADER_CEILINGS).exists():
+        return []
+    res = _gpu_result(results, LOADER_CEILINGS)
+    return [dict(r, name=f"{LOADER_SHORT.get(r['store'], r['store'])} "
+                         f"{r['loader'].removeprefix('zarrflow-gpu ')}")
+            for r in res["ceiling_rows"] if r["loader"].startswith("zarrflow-gpu (default")]
+
+
+def ceilings_values(results: Path) -> Values:
+    """The whole-array reads' and the Loader's end-to-end rates against their stage ceilings."""
+    if not (results / CEILINGS).exists():
+        return {}
+    res = _gpu_result(results, CEILINGS)
+    rows = [dict(r, name=codec_name(r["name"])) for r in res["ceiling_rows"]] + _loader_rows(results)
+    short = [r["name"] for r in rows if r["meets_target"] is False]
+    return {
+        "ceil_setup": (f"{res['gpu']}, {res['cores_visible']} CPUs, {res['threads']} threads, "
+                       f"{res['decoded_bytes'] / 1e9:.2f} GB per store, median of {res['runs_warm']}, "
+                       f"{res['date'][:10]}"),
+        "ceil_h2d": rate(res["ceilings"]["pinned_h2d_GBps"]),
+        "ceil_table": ceilings_table(rows),
+        "ceil_loader_link": (f", [Loader](results/{LOADER_CEILINGS})"
+                             if (results / LOADER_CEILINGS).exists() else ""),
+        "ceil_short": ("Every read reaches its target." if not short else
+                       "Below its target (bold): " + "; ".join(short) + "."),
+    }
+
+
+def sm_cost_values(results: Path) -> Values:
+    """The GPU time reads take from a compute job beside them, per decoded GB."""
+    if not (results / SM_COST).exists():
+        return {}
+    res = _gpu_result(results, SM_COST)
+    done = [r for r in res["rows"] if "error" not in r]
+    rows = [[codec_name(r["codec"]), r["decode_on"].split(" ")[0], rate(r["reads_alone_GBps"]),
+             rate(r["reads_beside_job_GBps"]), f"{100 * r['job_slowdown']:.1f}%",
+             f"{100 * r['alone_runs_differ']:.1f}%", _opt(r["unit_s_per_GB"], lambda x: f"{x:.2f}"),
+             _opt(r["gpu_ms_per_GB"], lambda x: f"{x:.1f}")] for r in done]
+    header = ["codec", "decoded on", "reads alone GB/s", "beside the job GB/s", "job slowed",
+              "runs alone differ", "SM-s per GB", "GPU ms per GB"]
+    return {"sm_table": table(header, rows, text_columns=2), "sm_gpu": res["gpu"],
+            "sm_units": str(res["units"]), "sm_job": res["job"], "sm_gb": f"{res['decoded_bytes'] / 1e9:.2f}",
+            "sm_cpus": str(res["cores_visible"]), "sm_date": res["date"][:10]}
+
+
 # --- training ----------------------------------------------------------------------------------------
 TRAIN_FILES = {"train_unet_6ch_h100.json": "6 ch WeatherBench2-style v2, Blosc-LZ4",
                "train_unet_71ch_h100.json": "71 ch stacked v3, uncompressed",
@@ -408,7 +488,7 @@ def remote_values(results: Path) -> Values:
 
 
 SECTIONS = (realism_values, read_values, numcodecs_values, gpu_values, loader_values,
-            training_values, rechunk_values, remote_values)
+            ceilings_values, sm_cost_values, training_values, rechunk_values, remote_values)
 
 
 def all_values(results: Path) -> Values:

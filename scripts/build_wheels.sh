@@ -9,6 +9,8 @@
 #   scripts/build_wheels.sh [cpu|cu12|cu13|all ...]   (default: cpu)
 #     --smoke       install each wheel into a fresh virtual environment and run scripts/wheel/smoke.py
 #     --deps-only   build the toolchain and the static libraries, no wheel
+#     --fetch-only  download the pinned sources the variants need into the cache, nothing else
+#                   (exit status 1 when one cannot be fetched)
 # Environment: PYTHONS (interpreters; default python3, plus python3.12 where there is one),
 #   OUT (dist), CUDA13_HOME (/usr/local/cuda), JOBS (2), ZARRFLOW_WHEEL_HOME (the toolchain and
 #   static libraries; ~/.cache/zarrflow-wheel),
@@ -25,14 +27,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-VARIANTS=() SMOKE=0 DEPS_ONLY=0
+VARIANTS=() SMOKE=0 DEPS_ONLY=0 FETCH_ONLY=0
 for a in "$@"; do
   case "$a" in
     --smoke) SMOKE=1 ;;
     --deps-only) DEPS_ONLY=1 ;;
+    --fetch-only) FETCH_ONLY=1 ;;
     all) VARIANTS+=(cpu cu12 cu13) ;;
     cpu|cu12|cu13) VARIANTS+=("$a") ;;
-    *) echo "unknown argument: $a (expected cpu, cu12, cu13, all, --smoke, --deps-only)" >&2; exit 2 ;;
+    *) echo "unknown argument: $a (expected cpu, cu12, cu13, all, --smoke, --deps-only, --fetch-only)" >&2; exit 2 ;;
   esac
 done
 [ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(cpu)
@@ -64,12 +67,20 @@ if [ -z "${PYTHONS:-}" ]; then
 fi
 source "$ROOT/scripts/wheel/deps.sh"
 
+if [ "$FETCH_ONLY" = 1 ]; then
+  sources="libc6 libc6-dev linux-libc-dev linux-headers $WHEEL_DEPS"
+  [[ " ${VARIANTS[*]} " == *" cu12 "* ]] && sources="$sources nvidia-cuda-toolkit-12"
+  for name in $sources; do fetch_source "$name" >/dev/null || exit 1; done
+  echo "sources in $WHEEL_CACHE"
+  exit 0
+fi
+
 # The toolchain and the static libraries live in directories named by the hash of their recipes
 # (deps.sh), so checkouts with different recipes share WHEEL_HOME without rebuilding each other's;
 # the three most recently used of each are kept. One build at a time per WHEEL_HOME.
 TOOLCHAIN="$WHEEL_HOME/toolchain-$(toolchain_hash)"
 DEPS="$WHEEL_HOME/deps-$(deps_hash)"
-mkdir -p "$WHEEL_HOME" "$WB"
+mkdir -p "$WHEEL_HOME" "$WB" "$WORK"
 exec 9>"$WHEEL_HOME/.lock"
 flock 9
 t0=$(date +%s)

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Runs on a GPU host from the repository root, with .gpu/ (built by scripts/build_gpu_bundle.sh)
-# and .whl/ (peer wheels: zarr, numcodecs, nvidia-libnvcomp-cu13) beside it. Writes logs and results under $OUT (or ./gpu_out).
+# Runs on a GPU host from the repository root. Writes logs and results under $OUT (or ./gpu_out).
+# zarrflow comes from the CUDA wheel (scripts/build_wheels.sh cu13; ZARRFLOW_WHEEL names one, by
+# default the release build in dist/), installed offline into a virtual environment that also sees
+# the host's packages (torch, cupy), with the peer wheels of .whl/ (zarr, numcodecs,
+# nvidia-libnvcomp-cu13) and .whl-*/; without a wheel, from a development build in .gpu/site
+# (scripts/build_gpu_bundle.sh, which also builds the C++ test binaries .gpu/bin that `test` runs).
 #   scripts/gpu_run.sh py SCRIPT [ARGS...]   runs one Python program with the same set-up
 #   scripts/gpu_run.sh [test|quicktest|bench|loader|rechunk|train|all]   (default all; `loader` =
 #          the loader benchmark; `rechunk` = synth/rechunk tests + benchmarks/bench_rechunk.py on
@@ -18,8 +22,27 @@ OUT="${OUT:-$PWD/gpu_out}"
 mkdir -p "$OUT"
 SITE=/tmp/zarrflow_site
 # Wheels: .whl/ (common) and .whl-*/ (per job: .whl-bench peers, .whl-train torchvision).
-WHEELS=$(ls .whl/*.whl .whl-*/*.whl 2>/dev/null)
-if [ -n "$WHEELS" ]; then
+WHEELS=$(ls .whl/*.whl .whl-*/*.whl 2>/dev/null | grep -v '/zarrflow')
+ZARRFLOW_WHEEL="${ZARRFLOW_WHEEL:-$(ls -t dist/zarrflow_cu13-*.whl dist/zarrflow_cu12-*.whl 2>/dev/null \
+  | grep -v -- '+' | head -1)}"
+if [ -n "$ZARRFLOW_WHEEL" ]; then
+  # A fresh environment per wheel; the host's site directories through a .pth file, since the
+  # host's Python may itself be a virtual environment (--system-site-packages would skip it).
+  VENV=/tmp/zarrflow_venv
+  if [ "$(cat "$VENV/.wheel" 2>/dev/null)" != "$(ls -l "$ZARRFLOW_WHEEL")" ]; then
+    rm -rf "$VENV" && python3 -m venv --system-site-packages "$VENV"
+    python3 -c 'import site, sys; print("\n".join(p for p in sys.path if "-packages" in p))' \
+      >"$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_host.pth"
+    find_links=$(for d in .whl .whl-*; do [ -d "$d" ] && printf -- '--find-links %s ' "$d"; done)
+    # shellcheck disable=SC2086  # lists
+    { "$VENV/bin/python" -m pip install -q --no-index $find_links --no-cache-dir \
+        "$ZARRFLOW_WHEEL[nvcomp]" &&
+      { [ -z "$WHEELS" ] || "$VENV/bin/python" -m pip install -q --no-index --no-deps \
+          --no-cache-dir $WHEELS; } && ls -l "$ZARRFLOW_WHEEL" >"$VENV/.wheel"; } >/tmp/pip.log 2>&1 \
+      || { echo "installing $ZARRFLOW_WHEEL failed:"; tail /tmp/pip.log; exit 1; }
+  fi
+  export PATH="$VENV/bin:$PATH"  # python3 is the environment's from here on
+elif [ -n "$WHEELS" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$SITE" $WHEELS >/tmp/pip.log 2>&1 || { echo "wheel install failed:"; tail /tmp/pip.log; }
 fi
@@ -33,9 +56,11 @@ if [ -f .gpu/libopt.tar.xz ]; then
     ldconfig -p | grep -q " $(basename "$f") " || ln -sf "$f" "$EXTRA/"
   done
 fi
-export PYTHONPATH="$PWD/.gpu/site:$SITE" LD_LIBRARY_PATH="$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}:$EXTRA"
+export LD_LIBRARY_PATH="$PWD/.gpu/lib:${LD_LIBRARY_PATH:-}:$EXTRA"  # the C++ test binaries
+[ -n "$ZARRFLOW_WHEEL" ] || export PYTHONPATH="$PWD/.gpu/site:$SITE"
 export PYTHONUNBUFFERED=1
-NVCOMP=$(ls "$SITE"/nvidia/libnvcomp/lib64/libnvcomp.so.* 2>/dev/null | head -1)
+NVCOMP=$(ls "$SITE"/nvidia/libnvcomp/lib64/libnvcomp.so.* \
+  "${VENV:-/nonexistent}"/lib/python3*/site-packages/nvidia/libnvcomp/lib64/libnvcomp.so.* 2>/dev/null | head -1)
 if [ -z "$NVCOMP" ] && [ -f .gpu/libnvcomp.so.xz ]; then
   NVCOMP=/tmp/zarrflow_nvcomp/libnvcomp.so.6
   mkdir -p /tmp/zarrflow_nvcomp && xz -dc .gpu/libnvcomp.so.xz > "$NVCOMP" 2>/dev/null \
@@ -47,7 +72,7 @@ fi
   echo "== host"; date -u; nproc; free -g | head -2; nvidia-smi -L 2>/dev/null
   nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv 2>/dev/null
   python3 -c "import platform, numpy; print(platform.python_version(), numpy.__version__)"
-  python3 -c "import zarrflow; print('cuda:', repr(zarrflow.cuda_status()), 'nvcomp:', repr(zarrflow.nvcomp_status()))"
+  python3 -c "import zarrflow; print('zarrflow', zarrflow.build_info().get('distribution', ''), 'from', zarrflow.__file__); print('cuda:', repr(zarrflow.cuda_status()), 'nvcomp:', repr(zarrflow.nvcomp_status()))"
   ls /proc/driver/nvidia-fs 2>&1 | head -1; df -h /tmp | tail -1
   echo "libraries linked in from the bundle: $(ls "$EXTRA" | tr '\n' ' ')"
 } 2>&1 | tee -a "$OUT/tests.log"

@@ -68,3 +68,83 @@ def test_every_placeholder_needs_a_value_and_every_value_a_placeholder() -> None
         gen.render("{{x}} {{y}}", {"x": "1"})
     with pytest.raises(SystemExit, match="without a placeholder.*'z'"):
         gen.render("{{x}}", {"x": "1", "z": "2"})
+
+
+def test_optional_sections_appear_only_with_their_result_file(tmp_path: Path) -> None:
+    gen = _generator()
+    template = "a\n\n<!-- if x.json -->\n## X\n\nx {{v}}\n<!-- end if -->\n\n## B\n"
+    assert gen.present_sections(template, tmp_path) == "a\n\n## B\n"
+    (tmp_path / "x.json").write_text("{}")
+    assert gen.present_sections(template, tmp_path) == "a\n\n## X\n\nx {{v}}\n\n## B\n"
+
+
+def _ceiling_results(results: Path, loader: bool = True, dry: bool = False) -> None:
+    """Result files of the ceilings and decode-cost sections, shaped and sized as the scripts
+    write them (the figures are made up: the page's layout is what is tested)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import ceilings as cl
+
+    common = {"gpu": "NVIDIA H100 80GB HBM3", "cores_visible": 16, "date": "2026-01-02T03:04:05+00:00",
+              "cpu_dry_run": dry}
+    rows = [cl.ceiling_row("raw", 1.0, 35.0, 50.0, None, 33.0, compressed=False),
+            cl.ceiling_row("blosc-lz4-shuffle", 1.5, 30.0, 50.0, 48.0, 20.0, compressed=True)]
+    rows += [cl.ceiling_row(c, 1.6, 30.0, 50.0, 40.0, 35.0, compressed=True)
+             for c in ("zstd-3", "sharded-zstd-3")]
+    (results / "bench_ceilings.json").write_text(json.dumps(common | {
+        "threads": 16, "decoded_bytes": 2_000_000_000, "runs_warm": 5,
+        "ceilings": {"pinned_h2d_GBps": 50.0}, "ceiling_rows": rows}))
+    if loader:
+        runs = []
+        for store in ("wb2 v2 blosc-lz4, 6 ch", "stacked v3 zstd, 71 ch"):
+            for workers in ("default: 3 workers", "2 workers"):
+                row = cl.ceiling_row("x", 1.6, 30.0, 50.0, 40.0, 35.0, compressed=True)
+                runs.append(row | {"store": store, "loader": f"zarrflow-gpu ({workers})"})
+        (results / "bench_loader_ceilings.json").write_text(json.dumps(common | {"ceiling_rows": runs}))
+    sm = {"codec": "zstd-3", "decode_on": "GPU", "reads_alone_GBps": 18.0, "reads_beside_job_GBps": 9.0,
+          "job_slowdown": 0.1, "alone_runs_differ": 0.002, "unit_s_per_GB": 3.0, "gpu_ms_per_GB": 22.7}
+    cost = [sm | {"codec": c} for c in ("raw", "zstd-3", "blosc-lz4-shuffle", "blosc-zstd-bitshuffle",
+                                        "gzip-1", "lz4", "sharded-zstd-3")]
+    cost += [sm | {"codec": c, "decode_on": "host", "unit_s_per_GB": -0.01, "gpu_ms_per_GB": -0.1}
+             for c in ("zstd-3", "blosc-lz4-shuffle")]
+    cost.append({"codec": "gzip-1", "decode_on": "host", "error": "skipped"})
+    (results / "bench_sm_cost.json").write_text(json.dumps(common | {
+        "units": 132, "unit": "SM", "job": "150 x 16384² bf16 matmuls", "decoded_bytes": 2_000_000_000,
+        "rows": cost}))
+
+
+def test_ceilings_and_decode_cost_sections(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS, results, ignore=shutil.ignore_patterns("*.png"))
+    _ceiling_results(results)
+    page = _generator().page(results)
+    assert page.count("\n") <= 300
+    assert "## Against the stage ceilings" in page and "## Decode cost to a model" in page
+    assert "| blosc-lz4 shuffle | 1.50 | 45.0 | 75.0 | 48.0 | 20.0 | **0.44** (staging) | 0.8 |" in page
+    assert "| Loader, 71 ch zstd (default: 3 workers) | 1.60 |" in page
+    assert "(2 workers)" not in page  # the loader's defaults only; the file holds the rest
+    assert "Below its target (bold): blosc-lz4 shuffle." in " ".join(page.split())
+    assert "| zstd-3 | host | 18.0 | 9.00 | 10.0% | 0.2% | -0.01 | -0.1 |" in page
+    assert "| gzip-1 | host |" not in page  # a row that was not measured
+    for name in ("bench_ceilings.json", "bench_loader_ceilings.json", "bench_sm_cost.json",
+                 "bench_sm_cost.png"):
+        assert f"(results/{name})" in page
+    assert "<!--" not in page.split("\n", 1)[1]  # the markers are gone
+
+
+def test_the_loader_rows_need_their_file(tmp_path: Path) -> None:
+    _ceiling_results(tmp_path, loader=False)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import performance_tables
+
+    values = performance_tables.ceilings_values(tmp_path)
+    assert values["ceil_loader_link"] == "" and "Loader" not in values["ceil_table"]
+    assert performance_tables.ceilings_values(tmp_path / "none") == {}
+
+
+def test_a_dry_run_is_not_a_result(tmp_path: Path) -> None:
+    _ceiling_results(tmp_path, dry=True)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import performance_tables
+
+    with pytest.raises(SystemExit, match="dry run"):
+        performance_tables.sm_cost_values(tmp_path)

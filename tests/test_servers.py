@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -751,6 +752,47 @@ def test_s3files_head_conditions_and_errors(s3files) -> None:
     conn.request("GET", "/www/data.bin", headers={"Range": "bytes=0-3"})
     assert conn.getresponse().read() == DATA[:4]  # same connection, kept alive
     conn.close()
+
+
+def test_s3files_processes_share_the_endpoint_and_stop_together(root: Path) -> None:
+    """With processes=3 several processes accept on one socket: concurrent connections are
+    served (by whichever takes them), and stop() ends every one of them."""
+    from servers.s3_files_server import S3FilesServer
+
+    with S3FilesServer(root.parent, processes=3) as server:
+        pids = _group(os.getpgid(server.pid))
+        assert len(pids) == 3, pids
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda _: _raw(server, "GET", "/www/data.bin")[2], range(32)))
+        assert got == [DATA] * 32
+    for pid in pids:
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), pid
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (from /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A process that has exited but not been reaped (our own children) counts as ended.
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(") ")[-1][:1] != "Z"
 
 
 def test_s3files_list_objects_v2_with_boto3(s3files) -> None:

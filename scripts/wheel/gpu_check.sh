@@ -28,7 +28,8 @@
 #     from a directory where only the installed zarrflow can be imported.
 # Exit status 0 when every step passed. SUITES (file names in tests/), PYTEST_ARGS and
 # SUITE_TIMEOUT (seconds, default 330) narrow or bound step 6; PYTHON names the host's Python
-# (default python3).
+# (default python3); EXTRAS the wheel's extras (default [nvcomp]; EXTRAS= installs none, which a
+# --expect nokernels check does not need).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 EXPECT=gpu
@@ -39,7 +40,7 @@ WHEEL=$(realpath "$1"); shift
 FIND_LINKS=()
 for d in "$@"; do FIND_LINKS+=(--find-links "$(realpath "$d")"); done
 NAME=$(basename "$WHEEL" .whl)
-OUT="${OUT:-$PWD/gpu_out}/$NAME"
+OUT="${OUT:-$PWD/gpu_out}/${NAME//+/_}"  # no "+" (local versions) in a directory name
 mkdir -p "$OUT"
 LOG="$OUT/check.log"
 : >"$LOG"
@@ -76,7 +77,7 @@ print("\n".join(p for p in sys.path if p.startswith("/") and ("-packages" in p o
 
 install() {
   "$HOST_PY" -m venv --system-site-packages "$VENV" && host_packages_pth &&
-    "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir "$WHEEL[nvcomp]" &&
+    "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir "$WHEEL${EXTRAS-[nvcomp]}" &&
     { "$PY" -c 'import pytest' 2>/dev/null || "$PY" -m pip install --no-index "${FIND_LINKS[@]}" pytest; } &&
     "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir zarr numcodecs &&
     { "$PY" -m pip install --no-index "${FIND_LINKS[@]}" --no-cache-dir pcodec || echo "(no pcodec wheel: its tests skip)"; } &&

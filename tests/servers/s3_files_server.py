@@ -16,10 +16,12 @@ Signatures are not checked (any credentials, or none, are accepted). The ETag of
 derived from its size and modification time, not its MD5 (S3's ETags of multipart uploads are not
 MD5s either; clients treat them as opaque).
 
-    python tests/servers/s3_files_server.py ROOT [--host 127.0.0.1] [--port N]
+    python tests/servers/s3_files_server.py ROOT [--host 127.0.0.1] [--port N] [--processes P]
 
 prints the endpoint URL on one line and serves until killed. In Python: ``with
-S3FilesServer(root) as srv: srv.endpoint``.
+S3FilesServer(root) as srv: srv.endpoint``. With P > 1, P processes share the listening socket
+(forked after it is bound, as pre-fork servers do), so that one Python process's GIL does not
+bound what the endpoint serves; each connection is served by one of them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import argparse
 import email.utils
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -232,11 +235,14 @@ class S3FilesServer:
     its GIL to itself). ``endpoint``: the URL to give S3 clients (``host``, ``port``);
     ``url(bucket, key)``."""
 
-    def __init__(self, root: str | Path, *, host: str = "127.0.0.1", timeout: float = 30):
+    def __init__(self, root: str | Path, *, host: str = "127.0.0.1", timeout: float = 30,
+                 processes: int = 1):
         self.root = Path(root).resolve()
+        # Its own session: stop() ends the server's processes together.
         self._proc = subprocess.Popen(
-            [sys.executable, "-u", __file__, str(self.root), "--host", host],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            [sys.executable, "-u", __file__, str(self.root), "--host", host,
+             "--processes", str(processes)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         line = self._proc.stdout.readline().decode().strip() if self._proc.stdout else ""
         if not line.startswith("http://"):
             self.stop()
@@ -251,12 +257,18 @@ class S3FilesServer:
 
     def stop(self) -> None:
         if self._proc.poll() is None:
-            self._proc.terminate()
+            self._signal(signal.SIGTERM)
             try:
                 self._proc.wait(10)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
+                self._signal(signal.SIGKILL)
                 self._proc.wait()
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self._proc.pid, sig)  # the forked processes too
+        except ProcessLookupError:
+            pass
 
     def __enter__(self) -> S3FilesServer:
         return self
@@ -265,7 +277,7 @@ class S3FilesServer:
         self.stop()
 
 
-def serve(root: Path, host: str, port: int) -> None:
+def serve(root: Path, host: str, port: int, processes: int = 1) -> None:
     handler = type("Handler", (_Handler,), {"root": root.resolve()})
 
     class Server(ThreadingHTTPServer):
@@ -278,6 +290,11 @@ def serve(root: Path, host: str, port: int) -> None:
 
     srv = Server((host, port), handler)
     print(f"http://{host}:{srv.server_address[1]}", flush=True)
+    # Forked before any thread starts (forking a threaded process is not safe); every process
+    # accepts on the one listening socket.
+    for _ in range(processes - 1):
+        if os.fork() == 0:
+            break
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         threading.Event().wait()
@@ -290,5 +307,6 @@ if __name__ == "__main__":
     ap.add_argument("root", type=Path)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--processes", type=int, default=1, help="processes serving the endpoint")
     a = ap.parse_args()
-    serve(a.root, a.host, a.port)
+    serve(a.root, a.host, a.port, max(1, a.processes))

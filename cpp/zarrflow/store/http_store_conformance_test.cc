@@ -261,7 +261,23 @@ struct PlainHttpHarness {
   std::optional<ObjectServer> server;
 };
 
+// Google Cloud Storage through its XML API (the same requests as S3, path style) with an OAuth
+// bearer token instead of a signature.
+struct GcsHarness {
+  static constexpr bool kLists = true;
+  std::shared_ptr<Store> make(const std::map<std::string, std::string>& values) {
+    server.emplace(kBucket, bucket_objects(values));
+    return open_store(
+        R"({"kind": "gcs", "endpoint": ")" + server->endpoint() + R"(", "bucket": ")" + kBucket +
+        R"(", "prefix": ")" + kPrefix +
+        R"(", "bearer_token": "ya29.conformance", "display": "gs://conformance/stores/one")" +
+        kTransport);
+  }
+  std::optional<ObjectServer> server;
+};
+
 INSTANTIATE_TYPED_TEST_SUITE_P(S3, StoreConformance, S3Harness);
+INSTANTIATE_TYPED_TEST_SUITE_P(Gcs, StoreConformance, GcsHarness);
 INSTANTIATE_TYPED_TEST_SUITE_P(Http, StoreConformance, PlainHttpHarness);
 
 }  // namespace
