@@ -500,12 +500,31 @@ def test_a_dropped_loader_is_collected_and_its_read_ahead_stops(store):
     assert engine.live_workers == 0  # joined when the loader went
 
 
-def test_close_stops_read_ahead_and_the_loader_still_works(store):
+def test_close_joins_the_workers_and_the_loader_still_works(store):
+    """close() returns once the workers are joined and nothing they made is left in flight (the
+    next epoch's batches, read ahead: on a GPU, pool memory that would come back after a
+    release_memory()); iterating again starts new workers."""
     ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy")
-    first = [b["time"].copy() for b in ld]
+    first = [b["time"].copy() for b in ld]  # the next epoch is now being read ahead
+    engine = ld._engine
+    assert ld._primed is not None and engine.live_workers == ld.workers
     ld.close()
-    assert ld._primed is None
+    assert ld._primed is None and ld._engine is None
+    assert engine.live_workers == 0 and engine.in_flight == 0 and engine.producing == 0
     assert [list(t) for t in first] == [list(b["time"]) for b in ld]
+    assert ld._engine is not engine and ld._engine.live_workers == ld.workers
+    ld.close()
+
+
+def test_a_pass_iterated_across_close_raises_at_its_next_batch(store):
+    ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", shuffle=False)
+    it = iter(ld)
+    next(it)
+    ld.close()
+    with pytest.raises(RuntimeError, match="Loader was closed while this pass was being iterated"):
+        next(it)
+    assert len(list(ld)) == len(ld)
+    ld.close()
 
 
 def test_thread_nice_from_the_environment(monkeypatch, store):

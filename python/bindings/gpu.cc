@@ -75,6 +75,8 @@ Status read_on_host_and_copy(const Array& arr, const Selection& sel, void* dst, 
 nb::dict pool_stats(const GpuReader& r) {
   nb::dict d;
   gpu::GpuMemoryPool& device = r.state->reader.device_pool();
+  // First: memory whose consumers' streams have passed its release counts as idle below.
+  const std::size_t pending = device.pending_releases();
   for (auto [name, pool] :
        {std::pair{"device", &device}, std::pair{"pinned", &r.state->reader.pinned_pool()}}) {
     const std::string n(name);
@@ -88,7 +90,7 @@ nb::dict pool_stats(const GpuReader& r) {
     d[(n + "_held_peak").c_str()] = pool->held_peak();
   }
   d["device_limit"] = device.limit();
-  d["device_pending_releases"] = device.pending_releases();
+  d["device_pending_releases"] = pending;
   return d;
 }
 

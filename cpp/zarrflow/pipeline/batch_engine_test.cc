@@ -1,12 +1,13 @@
 // The batch engine with a maker that only records: batches come in order whatever the workers'
 // timing, the bounds on batches in flight and being made hold over all passes, errors arrive at
 // their position and stop their pass, dropped passes give their places back, close() ends the
-// workers, and the decode balance is told which waits to judge.
+// workers once every batch is released, and the decode balance is told which waits to judge.
 #include "zarrflow/pipeline/batch_engine.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -42,6 +43,11 @@ class Recorder : public BatchMaker {
     MadeBatch b;
     b.shape = {item * 10};
     b.pools_grew = grew.count(item) > 0;
+    ++live;
+    b.memory = std::shared_ptr<void>(new std::int64_t(item), [this](void* m) {
+      delete static_cast<std::int64_t*>(m);
+      --live;
+    });
     return b;
   }
   std::size_t count() {
@@ -60,6 +66,7 @@ class Recorder : public BatchMaker {
   std::set<int> workers;
   std::set<std::int64_t> held, grew;
   int now = 0, most = 0;
+  std::atomic<int> live{0};  // batches made whose memory nobody has released
   bool jitter = false;
   std::int64_t fail_at = -1;
 };
@@ -246,6 +253,32 @@ TEST(BatchEngine, CloseJoinsTheWorkersAndEndsEveryPass) {
   EXPECT_EQ(next(*e, p), -2);
   EXPECT_EQ(next(*e, e->submit(items(0, 3), false)), -2);  // nothing runs after close
   e->close();                                              // twice is fine
+}
+
+TEST(BatchEngine, CloseReturnsOnceEveryBatchIsReleased) {
+  // As the loader closes: a batch made and not taken, and two being made. close() waits for the
+  // two and releases all three (on a GPU, blocks of the pool) before it returns, so none goes
+  // back to the pool after it (where a trim that followed would miss it).
+  auto maker = std::make_shared<Recorder>();
+  maker->held = {1, 2};
+  Engine e = engine(maker, 2, 3);
+  const auto p = e->submit(items(0, 10), false);
+  until([&] { return maker->count() == 3 && e->counts(p).ready == 1; });
+  EXPECT_EQ(maker->live.load(), 1);
+  std::atomic<bool> closed{false};
+  std::thread closer([&] {
+    e->close();
+    closed = true;
+  });
+  until([&] { return !e->open(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(closed.load());  // still waiting for the batches being made
+  maker->release(1);
+  maker->release(2);
+  closer.join();
+  EXPECT_EQ(maker->live.load(), 0);
+  EXPECT_EQ(e->in_flight(), 0u);
+  EXPECT_EQ(e->producing(), 0u);
 }
 
 TEST(BatchEngine, EmptyPassesAndBadSettings) {

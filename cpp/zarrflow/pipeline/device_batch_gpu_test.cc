@@ -3,8 +3,15 @@
 // the recipe says. Small on purpose: this binary also runs under compute-sanitizer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <set>
+#include <span>
+#include <sstream>
+#include <string>
 
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/pipeline/batch_recipe_test_util.h"
@@ -15,6 +22,41 @@ namespace zarrflow::gpu {
 namespace {
 
 using read_test::Arrays;
+
+// The element (4 bytes) at byte `at` of `b`: its bits in hex and as an int32 and a float32.
+std::string element_at(std::span<const std::byte> b, std::size_t at) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, b.data() + at, std::min<std::size_t>(4, b.size() - at));
+  std::int32_t i;
+  float f;
+  std::memcpy(&i, &u, 4);
+  std::memcpy(&f, &u, 4);
+  std::ostringstream s;
+  s << "0x" << std::hex << u << std::dec << " (int32 " << i << ", float32 " << f << ")";
+  return s.str();
+}
+
+// Where two batches of 4-byte elements first differ: "" when they agree, else the byte offset
+// and both elements. `nans_alike`: any two NaNs agree (float32 batches; see the test below).
+std::string first_difference(std::span<const std::byte> got, std::span<const std::byte> want,
+                             bool nans_alike) {
+  if (got.size() != want.size())
+    return std::to_string(got.size()) + " bytes, expected " + std::to_string(want.size());
+  for (std::size_t at = 0; at < got.size(); at += 4) {
+    const std::size_t n = std::min<std::size_t>(4, got.size() - at);
+    if (std::memcmp(got.data() + at, want.data() + at, n) == 0) continue;
+    if (nans_alike && n == 4) {
+      float g, w;
+      std::memcpy(&g, got.data() + at, 4);
+      std::memcpy(&w, want.data() + at, 4);
+      if (std::isnan(g) && std::isnan(w)) continue;
+    }
+    return "first difference at byte " + std::to_string(at) + " of " +
+           std::to_string(got.size()) + ": got " + element_at(got, at) + ", expected " +
+           element_at(want, at);
+  }
+  return "";
+}
 
 class DeviceBatchTest : public ::testing::Test {
  protected:
@@ -45,8 +87,10 @@ class DeviceBatchTest : public ::testing::Test {
     auto made = host.make(job, 0, 0.0);
     EXPECT_TRUE(made.ok()) << made.status().to_string();
     if (!made.ok()) return {};
+    std::size_t n = made->dtype.size;
+    for (auto x : made->shape) n *= std::size_t(x);
     const auto* p = static_cast<const std::byte*>(made->data);
-    return {{p, p + 24 * made->dtype.size}, made->report.nans};
+    return {{p, p + n}, made->report.nans};
   }
 
   Arrays a;
@@ -59,11 +103,20 @@ TEST_F(DeviceBatchTest, BatchesEqualTheHostMakersBatches) {
     ASSERT_TRUE(made.ok()) << made.status().to_string();
     EXPECT_EQ(made->device, 0);
     EXPECT_EQ(made->shape, (Shape{2, 2, 2, 3}));
-    EXPECT_EQ(bytes_of(*made), on_host(batch_test::recipe(a), batch_test::job()).first);
+    EXPECT_EQ(first_difference(bytes_of(*made),
+                               on_host(batch_test::recipe(a), batch_test::job()).first, false),
+              "")
+        << "host share " << share;
     EXPECT_GT(made->report.missing, 0);
   }
 }
 
+// Every element's bits but the NaNs' (as the GPU loader's Python tests compare batches): a
+// float32 NaN is written as each side's arithmetic leaves it. The masked fill value of the
+// missing chunk becomes the quiet NaN 0x7fc00000, and (NaN - mean) * inv_std keeps that payload
+// on the host (SSE and NEON arithmetic returns the NaN operand) while the GPU returns its one canonical NaN,
+// 0x7fffffff. (16-bit outputs write 0x7fff on both: transform.h.) NaNs must still sit at the
+// same places, and be counted alike.
 TEST_F(DeviceBatchTest, NormalisedBatchesCarryTheHostMakersBits) {
   BatchRecipe r = batch_test::recipe(a);
   r.dtype = DataType{DTypeKind::kFloat, 4};
@@ -72,7 +125,8 @@ TEST_F(DeviceBatchTest, NormalisedBatchesCarryTheHostMakersBits) {
   auto made = maker(r)->make(batch_test::job(), 0, 0.0);
   ASSERT_TRUE(made.ok()) << made.status().to_string();
   const auto [bytes, nans] = on_host(r, batch_test::job());
-  EXPECT_EQ(bytes_of(*made), bytes);
+  EXPECT_EQ(first_difference(bytes_of(*made), bytes, /*nans_alike=*/true), "");
+  EXPECT_GT(nans, 0u);  // the missing chunk of channel 0, masked
   EXPECT_EQ(made->report.nans, nans);
 }
 
@@ -89,7 +143,7 @@ TEST_F(DeviceBatchTest, TheEngineHandsOutEachWorkersBatchesInOrder) {
     auto t = (*engine)->take(pass);
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     ASSERT_EQ(t->outcome, BatchEngine::Outcome::kBatch);
-    EXPECT_EQ(bytes_of(t->batch.batch), want) << i;
+    EXPECT_EQ(first_difference(bytes_of(t->batch.batch), want, false), "") << "batch " << i;
     if (i == 0) EXPECT_TRUE(t->batch.batch.pools_grew);  // a new reader's pools allocate
     workers.insert(t->batch.worker);
   }

@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import _core, _gpu
 from .._names import unknown_name
-from ..errors import NodeNotFoundError, StoreIOError
+from ..errors import NodeNotFoundError, StoreIOError, ZarrflowError
 from ._counters import Stats
 from ._errors import LoaderError, MissingChunkError
 from ._memory_plan import fit as fit_memory, refusal as memory_refusal
@@ -535,6 +535,11 @@ class Loader:
         loader says it."""
         try:
             return engine.take(run.id)
+        except RuntimeError as e:  # the binding's "pass dropped, or its batch engine closed"
+            if engine is self._engine or isinstance(e, ZarrflowError):
+                raise
+            raise RuntimeError("zarrflow: this Loader was closed while this pass was being "
+                               "iterated; iterate the loader again for a new pass") from None
         except NodeNotFoundError as e:
             if self.missing != "error":
                 raise
@@ -590,15 +595,25 @@ class Loader:
         return out
 
     def close(self) -> None:
-        """Stop reading ahead and drop the chunk caches.
+        """Stop the worker threads and drop the chunk caches.
 
-        The loader can still be iterated afterwards (it then reads from storage again). Loaders
-        made afterwards no longer plan around its GPU memory. ``with Loader(...) as loader:``
-        closes it at the end of the block.
+        Each worker finishes the batch it is making and is joined, and the batches made but not
+        taken (those read ahead for the next epoch) go back to zarrflow's memory pools before
+        this returns: nothing of the loader comes back to them later, so
+        :func:`zarrflow.release_memory` afterwards gives all of its idle memory back. The loader
+        can still be iterated afterwards (new workers start, and it reads from storage again);
+        a pass being iterated when it is closed raises at its next batch. Loaders made
+        afterwards no longer plan around its GPU memory. ``with Loader(...) as loader:`` closes
+        it at the end of the block.
         """
         with _live_lock:
             _planned.pop(self, None)
-        self._drop_primed()
+        engine, self._engine, self._primed = self._engine, None, None
+        if engine is not None and self._engine_pid == os.getpid():
+            engine.close()  # joined, and what its workers held is back in the pools
+        elif engine is not None:
+            _inherited.append(engine)  # a forked child's copy: its workers are not here
+        # After the workers: none of them adds to a cache any more.
         for cache in (self.cache, self.host_cache, self.shard_indexes):
             if cache is not None:
                 cache.clear()
@@ -609,11 +624,6 @@ class Loader:
                 self._engine.close()  # its workers are joined; a later pass makes a new one
         except Exception:  # interpreter shutdown (the atexit hook closed it) or a failed __init__
             pass
-
-    def _drop_primed(self) -> None:
-        primed, self._primed = self._primed, None
-        if primed is not None and self._engine_pid == os.getpid():
-            self._engine.drop(primed[1].id)
 
     def __iter__(self) -> Iterator[dict]:
         """One pass over this rank's batches of the current epoch (see the class docstring for

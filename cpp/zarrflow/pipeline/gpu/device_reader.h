@@ -65,7 +65,8 @@ struct DeviceReadOptions {
   // of the elements, NaNs counted in the report. tf.in must be the array's data type. The
   // request's destination strides then count bytes of the output type. Chunks the host threads
   // decoded (or read uncompressed) into a dense destination are converted on the host and
-  // copied up at the output size; the rest on the GPU, in the scatter. Same bytes either way.
+  // copied up at the output size; the rest on the GPU, in the scatter. Same bytes either way
+  // (float32 NaNs: the same places, their payloads as transform.h says).
   std::span<const ElementTransform> transforms;
 };
 
