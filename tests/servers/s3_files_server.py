@@ -289,12 +289,15 @@ def serve(root: Path, host: str, port: int, processes: int = 1) -> None:
             super().server_bind()
 
     srv = Server((host, port), handler)
-    print(f"http://{host}:{srv.server_address[1]}", flush=True)
     # Forked before any thread starts (forking a threaded process is not safe); every process
-    # accepts on the one listening socket.
+    # accepts on the one listening socket. The endpoint is printed once all of them exist.
+    forked = False
     for _ in range(processes - 1):
         if os.fork() == 0:
+            forked = True
             break
+    if not forked:
+        print(f"http://{host}:{srv.server_address[1]}", flush=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         threading.Event().wait()
