@@ -109,8 +109,8 @@ if want quicktest; then  # the GPU suites (C++ under memcheck unless SKIP_MEMCHE
     echo "memcheck rc=$?" | tee -a "$OUT/tests.log"; tail -4 /tmp/memcheck.log | tee -a "$OUT/tests.log"
   fi
   timeout 360 python3 -m pytest -q -p no:cacheprovider --tb=short tests/test_gpu.py tests/test_loader_gpu.py \
-    tests/test_loader.py tests/test_prefetch.py tests/test_remote_gpu.py tests/test_dlpack.py \
-    tests/test_bench_cli.py >"$OUT/pytest.log" 2>&1
+    tests/test_loader.py tests/test_batch_engine.py tests/test_balance.py tests/test_remote_gpu.py \
+    tests/test_dlpack.py tests/test_bench_cli.py >"$OUT/pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^ERROR" "$OUT/pytest.log" | tail -12 | tee -a "$OUT/tests.log"
 fi
 if want loader; then

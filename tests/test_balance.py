@@ -1,13 +1,14 @@
-"""DecodeBalance: the split of decoding between the host threads and the GPU that lets the
-consumer take batches fastest. Judged against a simulated loader: a consumer whose step takes
-`step(share)` seconds, and producers that deliver one batch per `supply(share)` seconds, with
-`depth` batches in flight (made with the share of the moment they started)."""
+"""DecodeBalance (pipeline/decode_balance.h, through the binding): the split of decoding between
+the host threads and the GPU that lets the consumer take batches fastest. Judged against a
+simulated loader: a consumer whose step takes `step(share)` seconds, and producers that deliver
+one batch per `supply(share)` seconds, with `depth` batches in flight (made with the share of the
+moment they started)."""
 
 import statistics
 
 import pytest
 
-from zarrflow.loader._balance import DecodeBalance
+from zarrflow._core import DecodeBalance
 
 
 class Pipeline:

@@ -280,6 +280,27 @@ def test_interpreter_exits_cleanly_mid_epoch(store):
     assert r.stdout.strip() == "ok"
 
 
+def test_a_cpu_loader_reads_in_a_forked_child(store):
+    """The engine's threads do not survive fork: a child (a DataLoader worker) whose parent
+    already iterated makes its own and gets the same batches."""
+    import multiprocessing as mp
+
+    ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", seed=4)
+    first = [b["time"].tolist() for b in ld]  # the parent's engine runs and reads ahead
+
+    def child(q):
+        q.put([b["time"].tolist() for b in ld])
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    got = q.get(timeout=60)
+    p.join(60)
+    assert p.exitcode == 0 and got == first
+    assert [b["time"].tolist() for b in ld] == first  # the parent's engine is unaffected
+
+
 def test_spatial_windows_with_overlap(store):
     ld = zarrflow.Loader(store, VARS, batch_size=6, device="cpu", output="numpy", shuffle=False,
                          input_dims={"latitude": 4, "longitude": 6},
@@ -342,11 +363,15 @@ def test_next_epoch_read_ahead_changes_nothing(store, order):
             np.testing.assert_array_equal(xa, xb)
 
 
-def _wait_ready(prefetch, n, timeout=30.0):
+def _wait_ready(ld, run, n, timeout=30.0):
+    """Batches of the pass `run` made and waiting, once `n` are (or the timeout passed)."""
+    def ready():
+        return ld._engine.counts(run.id)["ready"]
+
     deadline = time.monotonic() + timeout
-    while prefetch.ready() < n and time.monotonic() < deadline:
+    while ready() < n and time.monotonic() < deadline:
         time.sleep(0.01)
-    return prefetch.ready()
+    return ready()
 
 
 def test_next_epoch_read_ahead_is_used_and_counted_once(store):
@@ -354,7 +379,7 @@ def test_next_epoch_read_ahead_is_used_and_counted_once(store):
     n = len(list(ld))
     assert ld._primed is not None and ld._primed[0] == 0  # no set_epoch yet: same epoch
     depth = ld.prefetch + ld.workers - 1
-    assert _wait_ready(ld._primed[1], depth) == depth  # read ahead, stopped at the depth
+    assert _wait_ready(ld, ld._primed[1], depth) == depth  # read ahead, stopped at the depth
     assert ld.stats()["batches"] == n  # ... and not counted until used
     ld.set_epoch(1)  # a different epoch than guessed: dropped, read normally
     assert len(list(ld)) == n and ld.stats()["batches"] == 2 * n
@@ -377,11 +402,11 @@ def test_next_pass_starts_with_the_last_batches_within_the_depth(store):
     it = iter(ld)
     for _ in range(len(ld)):
         next(it)
-        assert ld._gate.in_flight <= depth
+        assert ld._engine.in_flight <= depth
     # every batch of this pass taken, the pass not yet ended: the next one is already under way
     assert ld._primed is not None and ld._primed[0] == 1
-    assert _wait_ready(ld._primed[1], depth) == depth
-    assert ld._gate.in_flight == depth
+    assert _wait_ready(ld, ld._primed[1], depth) == depth
+    assert ld._engine.in_flight == depth
     with pytest.raises(StopIteration):
         next(it)
     ld.set_epoch(1)
@@ -465,24 +490,41 @@ def test_a_dropped_loader_is_collected_and_its_read_ahead_stops(store):
 
     ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy")
     list(ld)  # the next epoch is now being read ahead
-    prefetch = ld._primed[1]
-    _wait_ready(prefetch, ld.prefetch + ld.workers - 1)  # the workers are idle, waiting
+    engine = ld._engine
+    _wait_ready(ld, ld._primed[1], ld.prefetch + ld.workers - 1)  # the workers are idle, waiting
+    assert engine.live_workers == ld.workers
     ref = weakref.ref(ld)
     del ld
     gc.collect()
     assert ref() is None
-    deadline = time.monotonic() + 30
-    while any(t.is_alive() for t in prefetch._threads) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not any(t.is_alive() for t in prefetch._threads)
+    assert engine.live_workers == 0  # joined when the loader went
 
 
-def test_close_stops_read_ahead_and_the_loader_still_works(store):
+def test_close_joins_the_workers_and_the_loader_still_works(store):
+    """close() returns once the workers are joined and nothing they made is left in flight (the
+    next epoch's batches, read ahead: on a GPU, pool memory that would come back after a
+    release_memory()); iterating again starts new workers."""
     ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy")
-    first = [b["time"].copy() for b in ld]
+    first = [b["time"].copy() for b in ld]  # the next epoch is now being read ahead
+    engine = ld._engine
+    assert ld._primed is not None and engine.live_workers == ld.workers
     ld.close()
-    assert ld._primed is None
+    assert ld._primed is None and ld._engine is None
+    assert engine.live_workers == 0 and engine.in_flight == 0 and engine.producing == 0
     assert [list(t) for t in first] == [list(b["time"]) for b in ld]
+    assert ld._engine is not engine and ld._engine.live_workers == ld.workers
+    ld.close()
+
+
+def test_a_pass_iterated_across_close_raises_at_its_next_batch(store):
+    ld = zarrflow.Loader(store, VARS, batch_size=3, device="cpu", output="numpy", shuffle=False)
+    it = iter(ld)
+    next(it)
+    ld.close()
+    with pytest.raises(RuntimeError, match="Loader was closed while this pass was being iterated"):
+        next(it)
+    assert len(list(ld)) == len(ld)
+    ld.close()
 
 
 def test_thread_nice_from_the_environment(monkeypatch, store):
@@ -507,7 +549,7 @@ def test_read_batch_rejects_bad_request_tables(store):
     from zarrflow import _core
 
     ld = zarrflow.Loader(store, VARS, batch_size=2, device="cpu", output="numpy", shuffle=False)
-    arrays, table = ld._requests(*ld.spec.locate(ld.batches()[0]), 2)
+    arrays, table = ld._requests(*ld.spec.locate(ld.batches()[0]))
     target = _core.empty_tensor([2, 2, len(VARS), NLAT, NLON], "float32", "cpu", 0)
     report = _core.read_batch(arrays, table, target)  # as the loader calls it
     assert report["chunks"] > 0 and report["cpu_decoded"] == report["chunks"] - report["missing"]

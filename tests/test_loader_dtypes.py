@@ -387,9 +387,9 @@ def test_read_batch_rejects_bad_element_transforms(packed_store):
 
     ld = zarrflow.Loader(packed_store, PACKED_VARS, batch_size=1, device="cpu", output="numpy",
                          shuffle=False, normalize=STATS)
-    arrays, table = ld._requests(*ld.spec.locate(ld.batches()[0]), 2)
+    arrays, table = ld._requests(*ld.spec.locate(ld.batches()[0]))
     target = _core.empty_tensor([1, 2, len(PACKED_VARS), NLAT, NLON], "float32", "cpu", 0)
-    norms = ld._row_norms(len(table))
+    norms = np.tile(ld._norm_pairs, (len(table) // len(PACKED_VARS), 1))  # rows: channels fastest
     report = _core.read_batch(arrays, table, target, normalize=norms, decode=ld._decoding)
     assert report["nans"] >= 0  # as the loader calls it
     with pytest.raises(zarrflow.ZarrflowError, match="one entry per array"):

@@ -1,5 +1,5 @@
 // The parts of zarrflow._core, one file per concept, and what they share. module.cc binds them
-// in order: errors, tensors, executors, stores, arrays, GPU, pipeline.
+// in order: errors, tensors, executors, stores, arrays, GPU, pipeline, engine.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -38,6 +38,7 @@ void bind_stores(nanobind::module_& m);     // store.cc
 void bind_arrays(nanobind::module_& m);     // array.cc
 void bind_gpu(nanobind::module_& m);        // gpu.cc
 void bind_pipeline(nanobind::module_& m);   // pipeline.cc
+void bind_engine(nanobind::module_& m);     // engine.cc: the loader's batch engine
 void bind_cuda_info(nanobind::module_& m);  // cuda_info.cc: what `zarrflow doctor` reports
 
 }  // namespace zarrflow::py

@@ -20,21 +20,6 @@ using namespace nb::literals;
 namespace zarrflow::py {
 namespace {
 
-// A C-contiguous tensor of `dtype` and `shape` over `data`, kept alive by `owner`.
-std::shared_ptr<TensorState> tensor_state(const DataType& dtype, const Shape& shape, void* data,
-                                          std::shared_ptr<void> owner, int device_type,
-                                          int device_id) {
-  auto st = std::make_shared<TensorState>();
-  st->data = data;
-  st->owner = std::move(owner);
-  st->shape = shape;
-  st->strides = c_strides(shape, 1);
-  st->dtype = dtype;
-  st->device_type = device_type;
-  st->device_id = device_id;
-  return st;
-}
-
 #ifdef ZARRFLOW_HAVE_CUDA
 // Device memory lent to a tensor; the reader's state outlives it (its pool takes it back).
 struct DeviceBlock {
@@ -42,32 +27,12 @@ struct DeviceBlock {
   gpu::GpuBuffer buffer;
 };
 
-// Device tensors go back to the pool only after the streams that consumed them have passed the
-// point of release (see tensor.h).
-void release_via_pool(TensorState& st, std::shared_ptr<GpuReaderState> reader, int device) {
-  st.release_after = [reader = std::move(reader), device](
-                         std::shared_ptr<void> owner,
-                         const std::vector<std::uintptr_t>& consumers) {
-    int before = -1;
-    const bool switched = cudaGetDevice(&before) == cudaSuccess && before != device &&
-                          cudaSetDevice(device) == cudaSuccess;
-    std::vector<cudaStream_t> streams;
-    // The per-thread default stream of the releasing thread is not the consumer's: the legacy
-    // stream waits for every blocking stream, that one included.
-    for (auto c : consumers) streams.push_back(c == 2 ? cudaStreamLegacy : as_stream(c));
-    reader->reader.device_pool().release_after(std::move(owner), streams);
-    if (switched) cudaSetDevice(before);
-  };
-}
-
 // A device tensor over `block`.
 py::Tensor device_tensor(const DataType& dtype, const Shape& shape,
                          std::shared_ptr<DeviceBlock> block, int device) {
   void* data = block->buffer.data();
-  auto reader = block->reader;
-  auto st = tensor_state(dtype, shape, data, std::move(block), /*device_type=*/2, device);
-  release_via_pool(*st, std::move(reader), device);
-  return py::Tensor{st};
+  auto reader = shared_reader(block->reader);
+  return pooled_device_tensor(dtype, shape, data, std::move(block), std::move(reader), device);
 }
 
 // Makes `device` current, or throws why no GPU can be used.
@@ -91,19 +56,6 @@ struct StreamHandle {
   }
 };
 
-gpu::GpuDecode parse_decode(const std::string& decode) {
-  return decode == "on"    ? gpu::GpuDecode::kOn
-         : decode == "off" ? gpu::GpuDecode::kOff
-                           : gpu::GpuDecode::kAuto;
-}
-
-gpu::IoPath parse_io(const std::string& io) {
-  return io == "cufile"   ? gpu::IoPath::kCuFile
-         : io == "direct" ? gpu::IoPath::kDirect
-         : io == "pinned" ? gpu::IoPath::kPinned
-                          : gpu::IoPath::kAuto;
-}
-
 // A GPU this build has no kernel image for (device_available fails where device_present does
 // not) still has memory and copies: the host threads read and decode the region, and it is copied
 // up. The GPU read's result, without the GPU's decoders; said once through the report's notes.
@@ -123,6 +75,8 @@ Status read_on_host_and_copy(const Array& arr, const Selection& sel, void* dst, 
 nb::dict pool_stats(const GpuReader& r) {
   nb::dict d;
   gpu::GpuMemoryPool& device = r.state->reader.device_pool();
+  // First: memory whose consumers' streams have passed its release counts as idle below.
+  const std::size_t pending = device.pending_releases();
   for (auto [name, pool] :
        {std::pair{"device", &device}, std::pair{"pinned", &r.state->reader.pinned_pool()}}) {
     const std::string n(name);
@@ -136,7 +90,7 @@ nb::dict pool_stats(const GpuReader& r) {
     d[(n + "_held_peak").c_str()] = pool->held_peak();
   }
   d["device_limit"] = device.limit();
-  d["device_pending_releases"] = device.pending_releases();
+  d["device_pending_releases"] = pending;
   return d;
 }
 
@@ -219,6 +173,46 @@ Result<cudaStream_t> GpuReaderState::stream(int device) {
   return streams[device].get();
 }
 
+std::shared_ptr<gpu::DeviceReader> shared_reader(std::shared_ptr<GpuReaderState> state) {
+  gpu::DeviceReader* reader = &state->reader;
+  return {std::move(state), reader};
+}
+
+// Device tensors go back to the pool only after the streams that consumed them have passed the
+// point of release (see tensor.h).
+py::Tensor pooled_device_tensor(const DataType& dtype, const Shape& shape, void* data,
+                                std::shared_ptr<void> owner,
+                                std::shared_ptr<gpu::DeviceReader> reader, int device) {
+  auto st = tensor_state(dtype, shape, data, std::move(owner), /*device_type=*/2, device);
+  st->release_after = [reader = std::move(reader), device](
+                          std::shared_ptr<void> owner,
+                          const std::vector<std::uintptr_t>& consumers) {
+    int before = -1;
+    const bool switched = cudaGetDevice(&before) == cudaSuccess && before != device &&
+                          cudaSetDevice(device) == cudaSuccess;
+    std::vector<cudaStream_t> streams;
+    // The per-thread default stream of the releasing thread is not the consumer's: the legacy
+    // stream waits for every blocking stream, that one included.
+    for (auto c : consumers) streams.push_back(c == 2 ? cudaStreamLegacy : as_stream(c));
+    reader->device_pool().release_after(std::move(owner), streams);
+    if (switched) cudaSetDevice(before);
+  };
+  return py::Tensor{st};
+}
+
+gpu::GpuDecode parse_decode(const std::string& decode) {
+  return decode == "on"    ? gpu::GpuDecode::kOn
+         : decode == "off" ? gpu::GpuDecode::kOff
+                           : gpu::GpuDecode::kAuto;
+}
+
+gpu::IoPath parse_io(const std::string& io) {
+  return io == "cufile"   ? gpu::IoPath::kCuFile
+         : io == "direct" ? gpu::IoPath::kDirect
+         : io == "pinned" ? gpu::IoPath::kPinned
+                          : gpu::IoPath::kAuto;
+}
+
 GpuReader& reader_of(nb::handle h) {
   GpuReader* r = nullptr;
   if (!h.is_none() && nb::try_cast<GpuReader*>(h, r) && r != nullptr) return *r;
@@ -231,6 +225,8 @@ cudaStream_t as_stream(std::uintptr_t s) {
   if (s == 2) return cudaStreamPerThread;
   return reinterpret_cast<cudaStream_t>(s);
 }
+
+#endif
 
 nb::dict report_dict(const gpu::DeviceReadReport& report) {
   nb::dict r;
@@ -263,7 +259,6 @@ nb::dict report_dict(const gpu::DeviceReadReport& report) {
   r["notes"] = notes;
   return r;
 }
-#endif
 
 nb::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
                              std::optional<std::uintptr_t> stream, const std::string& decode,

@@ -19,6 +19,9 @@
 
 #include "bindings.h"
 
+#include "tensor.h"
+#include "zarrflow/pipeline/gpu/read_report.h"
+
 #ifdef ZARRFLOW_HAVE_CUDA
 #include "zarrflow/pipeline/gpu/device_reader.h"
 #endif
@@ -30,6 +33,10 @@ namespace zarrflow::py {
 nanobind::tuple read_device_tensor(const Array& arr, const Selection& sel, int device,
                                    std::optional<std::uintptr_t> stream, const std::string& decode,
                                    const std::string& io, Executor* exec, nanobind::handle reader);
+
+// A device read's report (every counter of gpu::DeviceReadReport); also the loader's per-batch
+// report, of which host batches fill the host path's counters.
+nanobind::dict report_dict(const gpu::DeviceReadReport& report);
 
 #ifdef ZARRFLOW_HAVE_CUDA
 struct GpuReaderState {
@@ -51,8 +58,19 @@ GpuReader& reader_of(nanobind::handle h);
 // A stream handle as callers pass it (1 and 2: the legacy and per-thread default streams).
 cudaStream_t as_stream(std::uintptr_t s);
 
-// The device read's report (every counter of gpu::DeviceReadReport).
-nanobind::dict report_dict(const gpu::DeviceReadReport& report);
+// The reader's DeviceReader, sharing ownership of its state: memory of its pools keeps it alive.
+std::shared_ptr<gpu::DeviceReader> shared_reader(std::shared_ptr<GpuReaderState> state);
+
+// A device tensor over `data`, memory of `reader`'s device pool held by `owner`: it goes back to
+// the pool only once the streams of its consumers have passed the point of release (tensor.h).
+py::Tensor pooled_device_tensor(const DataType& dtype, const Shape& shape, void* data,
+                                std::shared_ptr<void> owner,
+                                std::shared_ptr<gpu::DeviceReader> reader, int device);
+
+// gpu_decode and io as Python spells them ("auto", "on", "off"; "auto", "pinned", "direct",
+// "cufile").
+gpu::GpuDecode parse_decode(const std::string& decode);
+gpu::IoPath parse_io(const std::string& io);
 
 // Compressed chunks kept across reads in `reader`'s GPU or pinned memory.
 struct ChunkCacheHandle {

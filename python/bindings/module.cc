@@ -1,6 +1,6 @@
 // zarrflow._core: the thin nanobind layer over the C++ library, one file per concept (errors,
-// tensor, store, array, gpu, pipeline; bindings.h lists them). It exposes handles and a few read
-// calls; the Pythonic API (indexing, dtypes, attrs as dicts, the Loader) lives in
+// tensor, store, array, gpu, pipeline, engine; bindings.h lists them). It exposes handles and a
+// few read calls; the Pythonic API (indexing, dtypes, attrs as dicts, the Loader) lives in
 // python/zarrflow/. Errors become exceptions from zarrflow.errors, chosen by Status code. Reads
 // release the GIL. Nothing here is global: the GPU reader is an object Python holds (gpu.h).
 #include <nanobind/nanobind.h>
@@ -54,4 +54,5 @@ NB_MODULE(_core, m) {
   py::bind_gpu(m);
   py::bind_cuda_info(m);
   py::bind_pipeline(m);
+  py::bind_engine(m);
 }

@@ -1,12 +1,16 @@
-// The loader's batch read (read_batch) and the caches it keeps across batches. The request table
-// is checked and turned into requests by pipeline/batch_request.h; GPU targets are read by the
-// GpuReader's DeviceReader (gpu.h), host targets by pipeline/host_batch.h.
+// A batch read (read_batch: the loader's read of one batch, for tests and tools) and the caches
+// the loader keeps across batches. The request table is checked and turned into requests by
+// pipeline/batch_request.h; GPU targets are read by the GpuReader's DeviceReader
+// (pipeline/gpu/device_batch.h), host targets by pipeline/host_batch.h, as the loader's workers
+// read them (engine.cc).
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+
+#include "pipeline.h"
 
 #include "bindings.h"
 #include "gpu.h"
@@ -16,6 +20,10 @@
 #include "zarrflow/pipeline/host_batch.h"
 #include "zarrflow/pipeline/shard_index_cache.h"
 
+#ifdef ZARRFLOW_HAVE_CUDA
+#include "zarrflow/pipeline/gpu/device_batch.h"
+#endif
+
 namespace nb = nanobind;
 using namespace nb::literals;
 
@@ -23,10 +31,6 @@ namespace zarrflow::py {
 namespace {
 
 using Table = nb::ndarray<const std::int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-using MeanStd = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-// CF decoding of one array as Python passes it: (packed, scale_factor, add_offset, raw values to
-// mask as the source type's bits).
-using CfTuple = std::tuple<bool, double, double, std::vector<std::uint64_t>>;
 
 // How a batch is read: everything read_batch takes besides the arrays, the table and the target.
 struct BatchOptions {
@@ -41,23 +45,14 @@ struct BatchOptions {
   nb::handle reader;
 };
 
-std::optional<std::vector<CfDecoding>> cf_decoding(const std::optional<std::vector<CfTuple>>& cf) {
-  if (!cf) return std::nullopt;
-  std::vector<CfDecoding> out;
-  for (const auto& [packed, scale, offset, masks] : *cf)
-    out.push_back({packed, scale, offset, masks});
-  return out;
-}
-
-nb::dict read_on_host(std::span<const ReadRequest> requests,
-                      std::span<const ElementTransform> transforms, const BatchOptions& o) {
+nb::dict read_on_host(const BatchRequests& batch, const BatchOptions& o) {
   ReadOptions host = read_options(o.exec);
   host.shard_indexes = o.shard_indexes;
   HostBatchReport report;
   Status s;
   {
     nb::gil_scoped_release release;
-    s = read_batch_on_host(requests, transforms, host, &report);
+    s = read_batch_on_host(batch.requests, batch.transforms, host, &report);
   }
   throw_if_error(std::move(s));
   nb::dict out;
@@ -66,39 +61,21 @@ nb::dict read_on_host(std::span<const ReadRequest> requests,
   out["gpu_decoded"] = 0;
   out["cpu_decoded"] = report.cpu_decoded;
   out["stored_bytes"] = report.stored_bytes;
-  if (!transforms.empty()) out["nans"] = report.nans;
+  if (!batch.transforms.empty()) out["nans"] = report.nans;
   return out;
 }
 
 #ifdef ZARRFLOW_HAVE_CUDA
-// A chunk cache of `reader` (its buffers go back to that reader's pools), or null for None.
-gpu::ChunkCache* cache_of(nb::handle h, const GpuReader& reader) {
-  if (h.is_none()) return nullptr;
-  auto& c = nb::cast<ChunkCacheHandle&>(h);
-  if (c.reader != reader.state)
-    throw StatusError(
-        invalid_argument("read_batch: a chunk cache is used with the GpuReader "
-                         "it was made for"));
-  return &c.cache;
-}
-
-nb::dict read_on_gpu(std::span<const ReadRequest> requests,
-                     std::span<const ElementTransform> transforms, int device,
-                     const BatchOptions& o) {
+nb::dict read_on_gpu(const BatchRequests& batch, int device, const BatchOptions& o) {
   GpuReader& reader = reader_of(o.reader);
   gpu::DeviceReadOptions opts;
-  opts.decode = o.decode == "on"    ? gpu::GpuDecode::kOn
-                : o.decode == "off" ? gpu::GpuDecode::kOff
-                                    : gpu::GpuDecode::kAuto;
-  opts.io = o.io == "direct" ? gpu::IoPath::kDirect : gpu::IoPath::kAuto;
+  opts.decode = parse_decode(o.decode);
+  opts.io = parse_io(o.io);
   opts.cache = cache_of(o.cache, reader);
   opts.host_cache = cache_of(o.host_cache, reader);
   if (o.decode_exec != nullptr) opts.decode_pool = &o.decode_exec->pool;
-  if (!(o.host_share >= 0.0 && o.host_share <= 1.0))
-    throw StatusError(invalid_argument("host_share must be in [0, 1]"));
   opts.host_share = o.host_share;
   opts.batch_bytes = o.batch_bytes;  // 0: chosen per codec (gpu::DeviceReadOptions)
-  opts.transforms = transforms;
   const ReadOptions host = read_options(o.exec);
   opts.pool = host.pool;
   opts.buffers = host.buffers;
@@ -114,7 +91,7 @@ nb::dict read_on_gpu(std::span<const ReadRequest> requests,
       } else {
         ZF_ASSIGN_OR_RETURN(opts.stream, reader.state->stream(device));
       }
-      return reader.state->reader.read_many(requests, opts, &report);
+      return gpu::read_batch_on_device(reader.state->reader, batch, opts, device, &report);
     }();
   }
   throw_if_error(std::move(s));
@@ -133,36 +110,53 @@ nb::dict read_batch(const nb::list& arrays, const Table& table, const py::Tensor
                     std::optional<MeanStd> normalize,
                     const std::optional<std::vector<CfTuple>>& decoding, const BatchOptions& o) {
   const auto& st = *target.state;
-  if (decoding && !normalize)
-    throw StatusError(invalid_argument("read_batch: decode needs normalize"));
   std::vector<std::shared_ptr<Array>> keep;
   std::vector<const Array*> arrs;
   for (nb::handle h : arrays) {
     keep.push_back(nb::cast<std::shared_ptr<Array>>(h));
     arrs.push_back(keep.back().get());
   }
-  const RequestTable rows{table.data(), table.shape(0), table.shape(1)};
-  const BatchTarget to{static_cast<std::byte*>(st.data), st.shape, st.dtype};
-  const auto requests = value_or_throw(requests_from_table(arrs, rows, to, normalize.has_value()));
-  std::vector<ElementTransform> transforms;
+  BatchSource source;
+  source.arrays = arrs;
+  source.table = RequestTable{table.data(), table.shape(0), table.shape(1)};
   if (normalize) {
     if (normalize->shape(1) != 2)
       throw StatusError(
-          invalid_argument("read_batch: normalize needs one (mean, std) row per "
-                           "request"));
-    const std::span<const float> mean_std(normalize->data(), normalize->size());
-    transforms =
-        value_or_throw(batch_transforms(arrs, rows, mean_std, st.dtype, cf_decoding(decoding)));
+          invalid_argument("read_batch: normalize needs one (mean, std) row per request"));
+    source.mean_std = std::span<const float>(normalize->data(), normalize->size());
   }
-  if (st.device_type == 1) return read_on_host(requests, transforms, o);
+  const std::optional<std::vector<CfDecoding>> cf = cf_decoding(decoding);
+  source.decoding = &cf;
+  const BatchTarget to{static_cast<std::byte*>(st.data), st.shape, st.dtype};
+  const BatchRequests batch = value_or_throw(batch_requests(source, to));
+  if (st.device_type == 1) return read_on_host(batch, o);
 #ifdef ZARRFLOW_HAVE_CUDA
-  return read_on_gpu(requests, transforms, st.device_id, o);
+  return read_on_gpu(batch, st.device_id, o);
 #else
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
 }
 
 }  // namespace
+
+std::optional<std::vector<CfDecoding>> cf_decoding(const std::optional<std::vector<CfTuple>>& cf) {
+  if (!cf) return std::nullopt;
+  std::vector<CfDecoding> out;
+  for (const auto& [packed, scale, offset, masks] : *cf)
+    out.push_back({packed, scale, offset, masks});
+  return out;
+}
+
+#ifdef ZARRFLOW_HAVE_CUDA
+gpu::ChunkCache* cache_of(nb::handle h, const GpuReader& reader) {
+  if (h.is_none()) return nullptr;
+  auto& c = nb::cast<ChunkCacheHandle&>(h);
+  if (c.reader != reader.state)
+    throw StatusError(
+        invalid_argument("read_batch: a chunk cache is used with the GpuReader it was made for"));
+  return &c.cache;
+}
+#endif
 
 void bind_pipeline(nb::module_& m) {
   m.def(

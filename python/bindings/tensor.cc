@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "zarrflow/core/strided.h"
+
 namespace nb = nanobind;
 using namespace nb::literals;
 
@@ -76,6 +78,21 @@ void capsule_destructor(PyObject* capsule) {
 }
 
 }  // namespace
+
+std::shared_ptr<TensorState> tensor_state(const DataType& dtype,
+                                          const std::vector<std::int64_t>& shape, void* data,
+                                          std::shared_ptr<void> owner, int device_type,
+                                          int device_id) {
+  auto st = std::make_shared<TensorState>();
+  st->data = data;
+  st->owner = std::move(owner);
+  st->shape = shape;
+  st->strides = c_strides(shape, 1);
+  st->dtype = dtype;
+  st->device_type = device_type;
+  st->device_id = device_id;
+  return st;
+}
 
 nb::object to_dlpack(const std::shared_ptr<TensorState>& state) {
   auto* e = new Export();

@@ -50,6 +50,13 @@ struct Tensor {
   std::shared_ptr<TensorState> state;
 };
 
+// A C-contiguous tensor of `dtype` and `shape` over `data`, kept alive by `owner` (DLPack device
+// type 1: host memory, 2: CUDA).
+std::shared_ptr<TensorState> tensor_state(const DataType& dtype,
+                                          const std::vector<std::int64_t>& shape, void* data,
+                                          std::shared_ptr<void> owner, int device_type,
+                                          int device_id);
+
 // DLPack capsule ("dltensor") sharing `state`.
 nanobind::object to_dlpack(const std::shared_ptr<TensorState>& state);
 

@@ -1,10 +1,12 @@
-// GpuMemoryPool on a real device: capacity classes and reuse when sizes drift or change.
+// GpuMemoryPool on a real device: capacity classes and reuse when sizes drift or change, the
+// limit, and trimming what streams have passed.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -174,6 +176,25 @@ TEST_P(PoolTest, AtTheLimitAcquireWaitsForMemoryGivenBack) {
   ASSERT_TRUE(got.ok()) << got.status().message();
   EXPECT_GE(waited, 50);
   EXPECT_LT(waited, 10000);
+}
+
+// Memory released after other streams' work (a DLPack consumer's) is idle once they have
+// passed that point: trim gives it back without anything polling the streams first
+// (zarrflow.release_memory() after torch.cuda.synchronize()).
+TEST_P(PoolTest, TrimGivesBackWhatTheStreamsHavePassed) {
+  GpuMemoryPool pool(GetParam(), 0);
+  auto stream = Stream::create();
+  ASSERT_TRUE(stream.ok()) << stream.status().message();
+  auto b = pool.acquire(4 * kMiB);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  const std::size_t capacity = b->capacity();
+  const cudaStream_t streams[] = {stream->get()};
+  pool.release_after(std::make_shared<GpuBuffer>(std::move(b).value()), streams);
+  ASSERT_EQ(cudaStreamSynchronize(stream->get()), cudaSuccess);
+  EXPECT_EQ(pool.trim(), capacity);
+  EXPECT_EQ(pool.cached_bytes(), 0u);
+  EXPECT_EQ(pool.held(), 0u);
+  EXPECT_EQ(pool.pending_releases(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceAndPinned, PoolTest,

@@ -119,4 +119,19 @@ Result<std::vector<ElementTransform>> batch_transforms(
   return out;
 }
 
+Result<BatchRequests> batch_requests(const BatchSource& source, const BatchTarget& target) {
+  const bool decoded = source.decoding != nullptr && source.decoding->has_value();
+  if (decoded && !source.mean_std) return invalid_argument("read_batch: decode needs normalize");
+  BatchRequests out;
+  ZF_ASSIGN_OR_RETURN(out.requests, requests_from_table(source.arrays, source.table, target,
+                                                        source.mean_std.has_value()));
+  if (source.mean_std) {
+    static const std::optional<std::vector<CfDecoding>> kNone;
+    ZF_ASSIGN_OR_RETURN(out.transforms,
+                        batch_transforms(source.arrays, source.table, *source.mean_std,
+                                         target.dtype, decoded ? *source.decoding : kNone));
+  }
+  return out;
+}
+
 }  // namespace zarrflow

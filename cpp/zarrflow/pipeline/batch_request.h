@@ -60,4 +60,22 @@ Result<std::vector<ElementTransform>> batch_transforms(
     std::span<const float> mean_std, const DataType& target,
     const std::optional<std::vector<CfDecoding>>& decoding);
 
+// A batch's regions as the loader describes them: the table over `arrays` and, for a normalised
+// batch, one (mean, std) pair per row and (optionally) the arrays' CF decoding.
+struct BatchSource {
+  std::span<const Array* const> arrays;
+  RequestTable table;
+  std::optional<std::span<const float>> mean_std;  // none: elements copied as stored
+  const std::optional<std::vector<CfDecoding>>* decoding = nullptr;  // with mean_std only
+};
+
+struct BatchRequests {
+  std::vector<ReadRequest> requests;
+  std::vector<ElementTransform> transforms;  // empty, or one per request
+};
+
+// The requests (and transforms) of `source` into `target`: requests_from_table and
+// batch_transforms together, as read_batch and the loader's workers read a batch.
+Result<BatchRequests> batch_requests(const BatchSource& source, const BatchTarget& target);
+
 }  // namespace zarrflow

@@ -1,6 +1,7 @@
 #include "zarrflow/pipeline/host_batch.h"
 
 #include <atomic>
+#include <cmath>
 
 namespace zarrflow {
 namespace {
@@ -30,6 +31,13 @@ Status read_transformed(std::span<const ReadRequest> requests,
   return s;
 }
 
+std::uint64_t float32_nans(const void* data, std::int64_t n) {
+  const float* f = static_cast<const float*>(data);
+  std::uint64_t nans = 0;
+  for (std::int64_t i = 0; i < n; ++i) nans += std::isnan(f[i]) ? 1 : 0;
+  return nans;
+}
+
 }  // namespace
 
 Status read_batch_on_host(std::span<const ReadRequest> requests,
@@ -51,6 +59,32 @@ Status read_batch_on_host(std::span<const ReadRequest> requests,
     report->nans = nans;
   }
   return {};
+}
+
+Result<MadeBatch> HostBatchMaker::make(const BatchJob& job, int /*worker*/, double /*host_share*/) {
+  MadeBatch out;
+  auto memory = std::make_shared<Buffer>(batch_bytes(recipe_, job));
+  out.data = memory->data();
+  out.memory = memory;
+  out.shape = batch_shape(recipe_, job);
+  out.dtype = recipe_.dtype;
+  ZF_ASSIGN_OR_RETURN(PlannedBatch planned,
+                      PlannedBatch::create(recipe_, job, static_cast<std::byte*>(out.data)));
+  HostBatchReport report;
+  ZF_RETURN_IF_ERROR(read_batch_on_host(planned.requests().requests, planned.requests().transforms,
+                                        options_, &report));
+  out.read_end = BatchEngine::clock();
+  out.report.chunks = report.chunks;
+  out.report.missing = report.missing;
+  out.report.cpu_decoded = report.cpu_decoded;
+  out.report.stored_bytes = report.stored_bytes;
+  const bool float32 = recipe_.dtype.kind == DTypeKind::kFloat && recipe_.dtype.size == 4;
+  if (recipe_.mean_std)
+    out.report.nans = report.nans;
+  else if (float32)
+    out.report.nans = float32_nans(out.data, recipe_.plan.elements(job.times.size()));
+  ZF_RETURN_IF_ERROR(check_missing(recipe_, job, out.report));
+  return out;
 }
 
 }  // namespace zarrflow

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "zarrflow/pipeline/batch_recipe.h"
 #include "zarrflow/pipeline/transform.h"
 #include "zarrflow/zarr/array.h"
 
@@ -25,5 +26,18 @@ struct HostBatchReport {
 Status read_batch_on_host(std::span<const ReadRequest> requests,
                           std::span<const ElementTransform> transforms, ReadOptions options,
                           HostBatchReport* report);
+
+// The loader's batches in host memory: each read into a new buffer by the calling worker (its
+// chunks on `options`' pools). A batch copied as stored (float32) counts its NaNs afterwards.
+class HostBatchMaker : public BatchMaker {
+ public:
+  HostBatchMaker(BatchRecipe recipe, ReadOptions options)
+      : recipe_(std::move(recipe)), options_(options) {}
+  Result<MadeBatch> make(const BatchJob& job, int worker, double host_share) override;
+
+ private:
+  const BatchRecipe recipe_;
+  const ReadOptions options_;
+};
 
 }  // namespace zarrflow

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "zarrflow/pipeline/batch_recipe_test_util.h"
 #include "zarrflow/pipeline/gpu/read_test_util.h"
 
 namespace zarrflow {
@@ -71,6 +72,49 @@ TEST(HostBatch, TransformedRequestsCountTheirNaNs) {
   EXPECT_EQ(out[3], (value(1, 0) - 100.f) * 0.5f);
   const std::vector<ElementTransform> two = {tf, tf};
   EXPECT_EQ(read_batch_on_host(requests, two, {}, &report).code(), ErrorCode::kInvalidArgument);
+}
+
+// The loader's host batches: a recipe's job read into new host memory, as the CPU reads it.
+TEST(HostBatchMaker, MakesTheRecipesBatchesAndCountsThem) {
+  Arrays a;
+  HostBatchMaker maker(batch_test::recipe(a), {});
+  auto made = maker.make(batch_test::job(), 0, 0.0);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  EXPECT_EQ(made->shape, (Shape{2, 2, 2, 3}));
+  EXPECT_EQ(made->device, -1);
+  const auto* out = static_cast<const std::int32_t*>(made->data);
+  EXPECT_EQ(std::vector<std::int32_t>(out, out + 24), batch_test::expected());
+  EXPECT_EQ(made->report.missing, 4);  // chunk (1, 1): both steps of sample 1, both channels
+  EXPECT_EQ(made->report.cpu_decoded, made->report.chunks - 4);
+  EXPECT_GT(made->read_end, 0.0);
+}
+
+TEST(HostBatchMaker, NormalisesAndCountsNaNs) {
+  Arrays a;
+  BatchRecipe r = batch_test::recipe(a);
+  r.dtype = DataType{DTypeKind::kFloat, 4};
+  r.mean_std = std::vector<float>{100.f, 2.f, 0.f, 1.f};              // channel 0: (v - 100) / 2
+  r.decoding = std::vector<CfDecoding>{{false, 1.0, 0.0, {42}}, {}};  // 42 (the fill) masked
+  HostBatchMaker maker(std::move(r), {});
+  auto made = maker.make(batch_test::job(), 0, 0.0);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  const auto* out = static_cast<const float*>(made->data);
+  const std::vector<std::int32_t> want = batch_test::expected();
+  EXPECT_EQ(out[0], (float(want[0]) - 100.f) * 0.5f);
+  EXPECT_EQ(out[3], float(want[3]));
+  EXPECT_EQ(made->report.nans, 4u);  // channel 0: two elements of the missing chunk per step
+}
+
+TEST(HostBatchMaker, MissingChunksFailWhenTheRecipeSaysSo) {
+  Arrays a;
+  BatchRecipe r = batch_test::recipe(a);
+  r.missing_is_error = true;
+  HostBatchMaker maker(std::move(r), {});
+  auto made = maker.make(batch_test::job(), 0, 0.0);
+  ASSERT_FALSE(made.ok());
+  EXPECT_EQ(made.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(made.status().message(), "4 chunks of this batch are not stored (samples [7, 8])");
+  EXPECT_TRUE(maker.make(BatchJob{{1}, {0}, {0}}, 0, 0.0).ok());  // one that has them all
 }
 
 }  // namespace

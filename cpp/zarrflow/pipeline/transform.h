@@ -21,8 +21,11 @@
 // One definition for both sides: decode_element and normalize_element are __host__ __device__;
 // the GPU scatter kernel (pipeline/gpu/scatter.cu) applies them while copying chunks into a batch,
 // the host loops below (transform.cc, compiled without floating-point contraction) to chunks the
-// host decoded, so a batch's bytes do not depend on where each chunk was decoded. NaNs of f are
-// counted; a 16-bit NaN is written as 0x7fff, the canonical NaN CUDA's conversions produce.
+// host decoded, so a batch's values do not depend on where each chunk was decoded. NaNs of f are
+// counted; a 16-bit NaN is written as 0x7fff, the canonical NaN CUDA's conversions produce. A
+// float32 NaN is written as each side's arithmetic leaves it: the GPU's one canonical NaN
+// (0x7fffffff), the host's NaN operand (its payload kept; 0x7fc00000 for a masked value). So
+// float32 batches compare by the bits of every other element and the places of their NaNs.
 #pragma once
 
 #include <cstddef>

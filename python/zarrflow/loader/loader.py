@@ -7,11 +7,13 @@ and the cast to the batch's dtype happen as the chunks are copied in, in C++ on 
 threads or in the GPU's scatter kernel: there is one element transform, no second pass.
 
 On a GPU the host threads decode as long as they keep up with the consumer and the GPU decoders
-take over the rest (``host_decode_share="auto"``, ``_balance.DecodeBalance``): next to a model,
+take over the rest (``host_decode_share="auto"``, the C++ ``DecodeBalance``): next to a model,
 decode kernels slow its steps, while a loop that only reads wants every decoder it can get.
-``workers`` background threads (each with its own CUDA stream) keep ``prefetch`` batches ready,
-in order: one batch's host work (reading, checks) overlaps another's GPU work, and the consumer
-only waits when the store is slower than training.
+``workers`` C++ threads of a batch engine (``_core.BatchEngine``; each with its own CUDA stream)
+keep ``prefetch`` batches ready, in order: one batch's host work (reading, checks) overlaps
+another's GPU work, and the consumer only waits when the store is slower than training. The
+workers never take the GIL: this module only hands the engine each epoch's samples and turns the
+batches it takes into torch, CuPy, JAX or NumPy arrays.
 """
 
 from __future__ import annotations
@@ -29,12 +31,10 @@ import numpy as np
 
 from .. import _core, _gpu
 from .._names import unknown_name
-from ..errors import StoreIOError
-from ._balance import DecodeBalance
+from ..errors import NodeNotFoundError, StoreIOError, ZarrflowError
 from ._counters import Stats
 from ._errors import LoaderError, MissingChunkError
 from ._memory_plan import fit as fit_memory, refusal as memory_refusal
-from ._prefetch import Gate, OrderedPrefetch
 from .options import LoaderOptions
 from .sampler import Sampler
 from .spec import DatasetSpec
@@ -49,11 +49,13 @@ DEFAULT_WORKERS = 2
 GPU_SPARE_WORKERS = 1
 
 
-# Prefetches of live iterations (and of epochs read ahead). At interpreter exit they are closed
-# — workers stopped and joined — before Python tears down the objects (thread pools, stores)
-# their C++ reads are using.
-_live: set = set()
+# The loaders' batch engines. At interpreter exit they are closed — workers stopped and joined —
+# before Python tears down the objects (thread pools, stores) their C++ reads are using.
+_live: weakref.WeakSet = weakref.WeakSet()
 _live_lock = threading.Lock()
+# Engines inherited by a forked child: their workers are not in this process (and their locks
+# may be held for good), so they are kept, never used, closed or freed.
+_inherited: list = []
 # The GPU memory plans of the process's loaders (see _memory_plan): a loader made later plans
 # within what the earlier ones left under zarrflow's GPU memory limit.
 _planned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -63,8 +65,17 @@ _planned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _stop_producers() -> None:
     with _live_lock:
         live = list(_live)
-    for prefetch in live:
-        prefetch.close()
+    for engine in live:
+        engine.close()
+
+
+class _Pass:
+    """One epoch's batches handed to the engine: its id there, each batch's sample ids, times and
+    window origins (what the consumer's batches carry), and how many the consumer took."""
+
+    def __init__(self, pass_id: int, batches: list, times: list, origins: list):
+        self.id, self.batches, self.times, self.origins = pass_id, batches, times, origins
+        self.taken = 0
 
 
 class Loader:
@@ -203,7 +214,7 @@ class Loader:
             # The chunk caches keep compressed bytes for the GPU decoders: with one, the GPU
             # decodes (cache hits skip storage, PCIe and the host entirely).
             if self.on_gpu and self.gpu_decode == "auto" and cache_gb <= 0 and host_cache_gb <= 0:
-                self._balance = DecodeBalance()
+                self._balance = _core.DecodeBalance()
         else:
             self.host_decode_share = float(options.host_decode_share)
         C = len(spec.channels)
@@ -238,21 +249,21 @@ class Loader:
         self._resume = 0           # batches of the epoch already consumed (load_state_dict)
         self._resume_changes = sampler.epoch_changes  # ... valid until the epoch changes
         self.prime_next_epoch = options.prime_next_epoch
-        self._primed = None        # (epoch, OrderedPrefetch): the next epoch, started early
+        self._primed = None        # (epoch, _Pass): the next epoch, started early
         self._changes_seen = sampler.epoch_changes  # set_epoch calls before the last pass
         self._position = 0
         self.stats_ = Stats()
-        self._t_origin = time.perf_counter()
+        self._t_origin = _core.engine_clock()  # the clock of the engine's times
         if len(self) == 0:
             raise LoaderError(f"no batches: {len(spec)} samples over {sampler.world_size} "
                               f"ranks with batch_size {batch_size} and "
                               f"drop_last={sampler.drop_last}")
-        self._streams: list = []  # one CUDA stream per worker, made on first use
         self._request_templates: list | None = None
+        self._request_plan = None
         self.memory_plan = self._fit_memory(cache_gb) if self.on_gpu else None
-        # Batches started and not yet taken, and batches being made, over this pass and the next
-        # one read ahead: the same bounds as within one pass.
-        self._gate = Gate(self.prefetch + self.workers - 1, producers=self.workers)
+        # The worker threads, made at the first pass (_engine_here).
+        self._engine = None
+        self._engine_pid = 0
 
     # --- what it reads --------------------------------------------------------------------------
     @property
@@ -419,36 +430,23 @@ class Loader:
             self._request_templates = ([ch.array._h for ch in chans], rows, time_col, space_cols)
         return self._request_templates
 
-    def _requests(self, times: np.ndarray, origins: np.ndarray,
-                  steps: int) -> tuple[list, np.ndarray]:
-        """One region per (sample, step, channel) into a [B, steps, C, *spatial] batch:
-        (arrays, request table) for _core.read_batch, built with a few NumPy operations."""
-        arrays, rows, time_col, space_cols = self._templates()
-        C = len(arrays)
-        B = len(times)
-        inner = int(np.prod(self.spatial_shape))
-        offsets = np.array([-(self.h - 1) + j for j in range(self.h)]
-                           + [self.lead + j for j in range(self.k)], np.int64)
-        table = np.tile(rows, (B * steps, 1))  # rows in (sample, step, channel) order
-        n = len(table)
-        idx = np.arange(n)
-        table[:, 2] = idx * inner
-        table[idx, np.tile(time_col, B * steps)] = np.repeat(
-            (times[:, None] + offsets[None, :]).reshape(-1), C)
-        per_row_origin = np.repeat(origins, steps * C, axis=0)
-        for k in range(space_cols.shape[1]):
-            table[idx, np.tile(space_cols[:, k], B * steps)] = per_row_origin[:, k]
-        return arrays, table
+    def _plan(self):
+        """The C++ plan of every batch's request table (_core.BatchPlan), built once: one region
+        per (sample, step, channel), channels fastest, into a [B, steps, C, *window] batch."""
+        if self._request_plan is None:
+            _, rows, time_col, space_cols = self._templates()
+            offsets = np.array([-(self.h - 1) + j for j in range(self.h)]
+                               + [self.lead + j for j in range(self.k)], np.int64)
+            self._request_plan = _core.BatchPlan(rows, time_col, space_cols, offsets,
+                                                 [int(n) for n in self.spatial_shape])
+        return self._request_plan
 
-    def _row_norms(self, rows: int) -> np.ndarray:
-        """(mean, std) of every request row (rows run over channels fastest), float32."""
-        return np.tile(self._norm_pairs, (rows // len(self._norm_pairs), 1))
-
-    def _stream(self, worker: int):
-        """Worker `worker`'s CUDA stream (its reads and normalisation are ordered on it)."""
-        while len(self._streams) <= worker:
-            self._streams.append(_core.Stream(self.device_id))
-        return self._streams[worker].handle
+    def _requests(self, times: np.ndarray, origins: np.ndarray) -> tuple[list, np.ndarray]:
+        """(arrays, request table) of the samples at `times` with window `origins`, as the
+        workers read them (see pipeline/batch_request.h for the table)."""
+        table = self._plan().table(np.ascontiguousarray(times, np.int64),
+                                   np.ascontiguousarray(origins, np.int64))
+        return self._templates()[0], table
 
     def _batch_bytes(self, samples: int) -> int:
         """Bytes of a batch of `samples` samples (x and y, in the output dtype)."""
@@ -493,65 +491,78 @@ class Loader:
                 f"chunk cache need less; a model beside the loader needs zarrflow's limit "
                 f"(zarrflow.set_gpu_memory_limit) to leave it room.")
 
-    def _produce(self, samples: np.ndarray, worker: int = 0) -> dict:
-        steps = self.h + self.k
-        C = len(self.spec.channels)
-        shape = [len(samples), steps, C, *self.spatial_shape]
-        dev = "cuda" if self.on_gpu else "cpu"
-        stream = self._stream(worker) if self.on_gpu else None
-        # CF decoding, normalisation and cast happen as the chunks are copied into the batch (one
-        # pass, no float32 copy of the batch), on the GPU or by the host threads.
-        fused = self._transform
-        share = self.decode_share
-        # Whether zarrflow's pools grew while this batch was made (by this worker or another):
-        # such a batch waited for the driver (pinned pages mapped and registered, cudaMalloc),
-        # so its time says nothing about how fast the host threads decode.
-        allocations = _pool_allocations() if self._balance is not None else None
-        t0 = time.perf_counter()
+    def _engine_here(self):
+        """This process's batch engine, made at the first pass: `workers` C++ threads that make
+        batches with this loader's plan, transform, caches and pools."""
+        if self._engine is not None and self._engine_pid != os.getpid():
+            _inherited.append(self._engine)  # a forked child's copy: its workers are not here
+            self._engine, self._primed = None, None
+        if self._engine is None:
+            fused = self._transform  # CF decoding, normalisation and cast as chunks are copied in
+            self._engine = _core.BatchEngine(
+                self._plan(), self._templates()[0], self.dtype if fused else "float32",
+                "cuda" if self.on_gpu else "cpu", self.device_id, self.workers,
+                self.prefetch + self.workers - 1,
+                normalize=self._norm_pairs if fused else None,
+                decode=self._decoding if fused else None, missing_error=self.missing == "error",
+                host_share=self.host_decode_share, balance=self._balance,
+                executor=self._executor, decode_executor=self._decode_executor,
+                cache=self.cache, host_cache=self.host_cache, shard_indexes=self.shard_indexes,
+                reader=self._reader, gpu_decode=self.gpu_decode)
+            self._engine_pid = os.getpid()
+            with _live_lock:
+                _live.add(self._engine)
+        return self._engine
+
+    def _submit(self, batches: list, read_ahead: bool) -> _Pass:
+        """Hands `batches` (sample ids) to the engine as one pass."""
+        engine = self._engine_here()
+        sizes = [len(b) for b in batches]
+        if not batches:
+            none = np.zeros(0, np.int64)
+            return _Pass(engine.submit(none, none, np.zeros((0, len(self.spatial_shape)),
+                                                            np.int64), [], read_ahead), [], [], [])
+        samples = np.concatenate(batches).astype(np.int64)
         times, origins = self.spec.locate(samples)
-        arrays, table = self._requests(times, origins, steps)
+        times = np.ascontiguousarray(times, np.int64)
+        origins = np.ascontiguousarray(origins, np.int64).reshape(len(samples), -1)
+        pass_id = engine.submit(samples, times, origins, sizes, read_ahead)
+        bounds = np.cumsum(sizes)[:-1]
+        return _Pass(pass_id, batches, np.split(times, bounds), np.split(origins, bounds))
+
+    def _take(self, engine, run: _Pass):
+        """The pass's next batch from the engine (None after its last), its error said as the
+        loader says it."""
         try:
-            raw = _core.empty_tensor(shape, self.dtype if fused else "float32", dev,
-                                     self.device_id, reader=self._reader)
-            report = _core.read_batch(arrays, table, raw, stream, self.gpu_decode,
-                                      "auto", self._executor, self.cache, self.host_cache,
-                                      self._decode_executor, share,
-                                      self._row_norms(len(table)) if fused else None,
-                                      shard_indexes=self.shard_indexes,
-                                      decode=self._decoding if fused else None,
-                                      reader=self._reader)
+            return engine.take(run.id)
+        except RuntimeError as e:  # the binding's "pass dropped, or its batch engine closed"
+            if engine is self._engine or isinstance(e, ZarrflowError):
+                raise
+            raise RuntimeError("zarrflow: this Loader was closed while this pass was being "
+                               "iterated; iterate the loader again for a new pass") from None
+        except NodeNotFoundError as e:
+            if self.missing != "error":
+                raise
+            raise MissingChunkError(str(e)) from None
         except StoreIOError as e:
             if not self.on_gpu or "out of memory" not in str(e):
                 raise
             raise StoreIOError(f"{e}\n{self._memory_note()}") from e
-        t_read = time.perf_counter()
-        if report:
-            _gpu.say_once(report.get("notes", []))
-            if self.missing == "error" and report.get("missing", 0):
-                raise MissingChunkError(f"{report['missing']} chunks of this batch are not stored "
-                                        f"(samples {list(map(int, samples))})")
-        out, nans = raw, int(report.get("nans", 0)) if report else 0
-        if not self.on_gpu:
-            out = _host_array(raw, self.dtype if fused else "float32")
-            if not fused:
-                nans = int(np.isnan(out).sum())
-        t_end = time.perf_counter()
-        delta = {"read_s": t_end - t0, "batches": 1, "samples": len(samples),
-                 "batch_bytes": self._batch_bytes(len(samples)),
-                 "nans": int(nans)}
-        for key in ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded", "stored_bytes",
-                    "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms", "scatter_ms",
-                    "host_transformed", "internal_batches", "gpu_idle_ms", "plan_ms", "fetch_ms",
-                    "enqueue_ms", "gpu_wait_ms", "limit_wait_ms"):
-            if report and key in report:
-                delta[key] = report[key]
-        grew = allocations is not None and _pool_allocations() != allocations
-        return {"raw": out, "times": times, "stats": delta, "origin": origins,
-                "timing": (worker, t0, t_read, t_end, share, grew)}
 
-    def _convert(self, item: dict) -> dict:
-        t = item["raw"]
-        if isinstance(t, np.ndarray) and self.output == "torch":  # CPU batch (normalised/cast)
+    def _counters(self, report: dict, samples: int, start: float, end: float) -> dict:
+        """A taken batch's counters for stats()."""
+        delta = {"read_s": end - start, "batches": 1, "samples": samples,
+                 "batch_bytes": self._batch_bytes(samples), "nans": int(report["nans"])}
+        for key in _REPORT_COUNTERS:
+            delta[key] = report[key]
+        return delta
+
+    def _convert(self, t: Any, times: np.ndarray, origins: np.ndarray) -> dict:
+        """A batch the engine made (a zarrflow Tensor) as the loader's output type, split into
+        x and y."""
+        if not self.on_gpu:  # host memory: NumPy without a copy (normalised/cast, or float32)
+            t = _host_array(t, self.dtype if self._transform else "float32")
+        if isinstance(t, np.ndarray) and self.output == "torch":
             import torch
 
             full = (torch.from_numpy(t.view(np.int16)).view(torch.bfloat16)
@@ -573,62 +584,46 @@ class Loader:
         elif self.output == "numpy":
             full = np.from_dlpack(t)
         else:
-            return {"raw": t, "time": item["times"], "origin": item["origin"]}
+            return {"raw": t, "time": times, "origin": origins}
         x, y = full[:, : self.h], full[:, self.h:]
         if self.layout == "BCHW":
             x = x[:, 0]
             y = y[:, 0] if self.k == 1 else y
-        out = {"x": x, "time": item["times"], "origin": item["origin"]}
+        out = {"x": x, "time": times, "origin": origins}
         if self.k:
             out["y"] = y
         return out
 
-    def _prefetch(self, batches: list) -> OrderedPrefetch:
-        # The workers reach the loader through a weak reference, so an idle read-ahead never
-        # keeps a loader the caller dropped (and its batches and caches) alive; __del__ closes it.
-        ref = weakref.ref(self)
-
-        def produce(samples, worker):
-            loader = ref()
-            if loader is None:
-                raise LoaderError("the loader was closed")
-            return loader._produce(samples, worker)
-
-        p = OrderedPrefetch(produce, batches, workers=self.workers, gate=self._gate,
-                            name="zarrflow-loader")
-        with _live_lock:
-            _live.add(p)
-        return p
-
     def close(self) -> None:
-        """Stop reading ahead and drop the chunk caches.
+        """Stop the worker threads and drop the chunk caches.
 
-        The loader can still be iterated afterwards (it then reads from storage again). Loaders
-        made afterwards no longer plan around its GPU memory. ``with Loader(...) as loader:``
-        closes it at the end of the block.
+        Each worker finishes the batch it is making and is joined, and the batches made but not
+        taken (those read ahead for the next epoch) go back to zarrflow's memory pools before
+        this returns: nothing of the loader comes back to them later, so
+        :func:`zarrflow.release_memory` afterwards gives all of its idle memory back. The loader
+        can still be iterated afterwards (new workers start, and it reads from storage again);
+        a pass being iterated when it is closed raises at its next batch. Loaders made
+        afterwards no longer plan around its GPU memory. ``with Loader(...) as loader:`` closes
+        it at the end of the block.
         """
         with _live_lock:
             _planned.pop(self, None)
-        self._drop_primed()
+        engine, self._engine, self._primed = self._engine, None, None
+        if engine is not None and self._engine_pid == os.getpid():
+            engine.close()  # joined, and what its workers held is back in the pools
+        elif engine is not None:
+            _inherited.append(engine)  # a forked child's copy: its workers are not here
+        # After the workers: none of them adds to a cache any more.
         for cache in (self.cache, self.host_cache, self.shard_indexes):
             if cache is not None:
                 cache.clear()
 
     def __del__(self) -> None:
         try:
-            self._drop_primed()
+            if self._engine is not None and self._engine_pid == os.getpid():
+                self._engine.close()  # its workers are joined; a later pass makes a new one
         except Exception:  # interpreter shutdown (the atexit hook closed it) or a failed __init__
             pass
-
-    def _drop_primed(self) -> None:
-        primed, self._primed = self._primed, None
-        if primed is not None:
-            self._close(primed[1])
-
-    def _close(self, p: OrderedPrefetch) -> None:
-        p.close()
-        with _live_lock:
-            _live.discard(p)
 
     def __iter__(self) -> Iterator[dict]:
         """One pass over this rank's batches of the current epoch (see the class docstring for
@@ -644,55 +639,50 @@ class Loader:
         resume = self._resume if changes == self._resume_changes else 0
         self._resume = 0
         batches = self.batches()[resume:]
+        engine = self._engine_here()
         primed, self._primed = self._primed, None
-        if primed is not None and (resume or not _same_batches(primed[1].items, batches)):
-            self._close(primed[1])  # a wrong guess (or a resume): its batches are dropped
+        if primed is not None and (resume or not _same_batches(primed[1].batches, batches)):
+            engine.drop(primed[1].id)  # a wrong guess (or a resume): its batches are dropped
             primed = None
         self._position = resume
-        prefetch = primed[1] if primed is not None else self._prefetch(batches)
-        first = self._position
-        if self._balance is not None:
-            self._balance.new_pass()
+        run = primed[1] if primed is not None else self._submit(batches, read_ahead=False)
         t_start = time.perf_counter()
         total = self._position + len(batches)
         samples0, bytes0 = self.stats_.samples, self.stats_.batch_bytes  # this epoch's rate
         try:
             while True:
-                t0 = time.perf_counter()
-                ready = prefetch.ready()
-                self.stats_.depth_sum += ready
+                got = self._take(engine, run)  # waits without the GIL
                 self.stats_.depth_n += 1
-                try:
-                    item = prefetch.get()
-                except StopIteration:  # (the next pass was started above, with the last batch)
-                    self.stats_.wait_s += time.perf_counter() - t0
+                if got is None:  # (the next pass was started with this one's last batch)
                     return
-                t1 = time.perf_counter()
-                self.stats_.wait_s += t1 - t0
-                self.stats_.add(item.pop("stats"))
-                if self._primed is None and prefetch.all_started():
+                tensor, report, timing, all_started = got
+                i = run.taken
+                run.taken += 1
+                self._record(epoch_now, timing, report, len(run.batches[i]))
+                if self._primed is None and all_started:
                     # The workers are free: start the next pass now (it waits for room under
                     # the shared depth), so its first batches are ready when it begins.
                     self._prime(epoch_now + 1 if advanced else epoch_now)
-                worker, start, read_done, end, share, grew = item.pop("timing")
-                self.stats_.timeline.append((epoch_now, self._position, worker, start, read_done,
-                                             end, t0, t1, ready, share, grew))
-                if self._balance is not None:
-                    # The first batches of a pass nobody read ahead are always waited for, and
-                    # a batch made while the pools grew waited for the driver, not the host's
-                    # decoding: one such stall in a training process's first epoch used to move
-                    # decoding to the GPU for good (H100, 6 channels: 0.955 of synthetic).
-                    self._balance.observe(t0, t1, ready, share, settled=not grew and (
-                        primed is not None or self._position - first >= self.workers))
                 self._position += 1
                 if self.progress and self._position % self.progress == 0:
                     dt = time.perf_counter() - t_start
                     print(f"zarrflow loader: {self._position}/{total} batches, "
                           f"{(self.stats_.samples - samples0) / dt:.1f} samples/s, "
                           f"{(self.stats_.batch_bytes - bytes0) / 1e9 / dt:.2f} GB/s", flush=True)
-                yield self._convert(item)
+                yield self._convert(tensor, run.times[i], run.origins[i])
         finally:
-            self._close(prefetch)
+            engine.drop(run.id)
+
+    def _record(self, epoch: int, timing: tuple, report: dict, samples: int) -> None:
+        """A taken batch in stats() and timeline()."""
+        worker, start, read_end, end, asked, taken, ready, share, grew, judged = timing
+        self.stats_.depth_sum += ready
+        self.stats_.wait_s += taken - asked
+        self.stats_.add(self._counters(report, samples, start, end))
+        self.stats_.timeline.append((epoch, self._position, worker, start, read_end, end, asked,
+                                     taken, ready, share, grew, judged))
+        if report["notes"]:
+            _gpu.say_once(report["notes"])
 
     # --- reading ahead across epochs ---------------------------------------------------------
     def _prime(self, epoch: int) -> None:
@@ -708,7 +698,7 @@ class Loader:
             return
         batches = self.batches(epoch)
         if batches:
-            self._primed = (epoch, self._prefetch(batches))
+            self._primed = (epoch, self._submit(batches, read_ahead=True))
 
     def stats(self) -> dict:
         """Counters since the loader was made, for batches the consumer took.
@@ -758,11 +748,13 @@ class Loader:
             asked) with ``ready`` batches finished at that moment; ``host_share`` is the
             fraction of GPU-decodable chunks it left to the host threads (see
             :attr:`decode_share`); ``pools_grew``: zarrflow's memory pools allocated while it
-            was made (always False without a decode balance). Times in seconds since the loader
-            was made.
+            was made (always False without a decode balance); ``judged``: the decode balance
+            weighed its wait (False without one, for the first ``workers`` batches of a pass
+            nobody read ahead, and for batches made while the pools grew). Times in seconds
+            since the loader was made.
         """
         keys = ("epoch", "batch", "worker", "start", "read_end", "end", "asked", "taken", "ready",
-                "host_share", "pools_grew")
+                "host_share", "pools_grew", "judged")
         out = []
         for rec in self.stats_.timeline:
             d = dict(zip(keys, rec))
@@ -773,9 +765,11 @@ class Loader:
         return out
 
 
-def _pool_allocations() -> tuple[int, int]:
-    mem = _gpu.memory_stats()
-    return mem.get("device_allocations", 0), mem.get("pinned_allocations", 0)
+# The read report's counters that stats() sums (besides nans).
+_REPORT_COUNTERS = ("chunks", "deduplicated", "missing", "gpu_decoded", "cpu_decoded",
+                    "stored_bytes", "cache_hits", "host_cache_hits", "h2d_ms", "decode_ms",
+                    "scatter_ms", "host_transformed", "internal_batches", "gpu_idle_ms", "plan_ms",
+                    "fetch_ms", "enqueue_ms", "gpu_wait_ms", "limit_wait_ms")
 
 
 def _same_batches(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:

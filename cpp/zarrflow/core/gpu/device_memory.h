@@ -114,7 +114,8 @@ class GpuMemoryPool {
   // a limit, held_peak() <= limit() (the model beside the loader can count on the rest).
   [[nodiscard]] std::size_t held() const { return held_.load(); }
   [[nodiscard]] std::size_t held_peak() const { return held_peak_.load(); }
-  // Frees the idle cached memory (not what is in use); returns the bytes freed.
+  // Frees the idle cached memory (not what is in use), memory released with release_after
+  // whose streams have passed that point included; returns the bytes freed.
   std::size_t trim();
   // Bytes the pool may hold, in use and idle together; 0 = no limit (the default). Lowering it
   // frees idle memory above it at once; memory in use stays until released.

@@ -346,6 +346,7 @@ std::size_t GpuMemoryPool::room() const {
 }
 
 std::size_t GpuMemoryPool::trim() {
+  poll_pending();  // memory whose streams have passed its release is idle too
   std::size_t freed = 0;
   for (auto& [p, cap] : cache_.drain()) {
     free_raw(p, cap);

@@ -33,6 +33,7 @@
 #include "zarrflow/pipeline/gpu/batch_layout.h"
 #include "zarrflow/pipeline/gpu/chunk_cache.h"
 #include "zarrflow/pipeline/gpu/read_plan.h"
+#include "zarrflow/pipeline/gpu/read_report.h"
 #include "zarrflow/pipeline/transform.h"
 #include "zarrflow/zarr/array.h"
 
@@ -64,7 +65,8 @@ struct DeviceReadOptions {
   // of the elements, NaNs counted in the report. tf.in must be the array's data type. The
   // request's destination strides then count bytes of the output type. Chunks the host threads
   // decoded (or read uncompressed) into a dense destination are converted on the host and
-  // copied up at the output size; the rest on the GPU, in the scatter. Same bytes either way.
+  // copied up at the output size; the rest on the GPU, in the scatter. Same bytes either way
+  // (float32 NaNs: the same places, their payloads as transform.h says).
   std::span<const ElementTransform> transforms;
 };
 
@@ -74,36 +76,6 @@ inline constexpr std::size_t kNvcompLaunchRoom = std::size_t{64} << 20;
 // How long a read (its pieces, or a loader's batch) waits for memory under zarrflow's GPU memory
 // limit before it fails.
 inline constexpr double kLimitWaitMs = 10000;
-
-struct DeviceReadReport {
-  std::int64_t chunks = 0;   // leaf chunks (inner chunks of shards count one each)
-  std::int64_t missing = 0;  // filled with the fill value
-  std::int64_t gpu_decoded = 0;
-  std::int64_t cpu_decoded = 0;      // decoded on the CPU, then copied up
-  std::int64_t deduplicated = 0;     // chunks several requests shared: fetched and decoded once
-  std::int64_t cache_hits = 0;       // chunks taken from the GPU chunk cache (no read, no copy)
-  std::int64_t host_cache_hits = 0;  // chunks taken from the pinned host cache (no read)
-  std::uint64_t stored_bytes = 0;    // compressed bytes read
-  std::uint64_t h2d_bytes = 0;       // bytes copied host → device
-  std::int64_t direct_reads = 0;     // chunks read with O_DIRECT (they were not in the page cache)
-  std::string io;                    // "pread → pinned → H2D" or "cuFile (...)"
-  // GPU time by stage, summed over batches (CUDA events on the stream): copies up, decoding
-  // (nvCOMP and zarrflow's kernels), scatter/fill into the destination.
-  double h2d_ms = 0, decode_ms = 0, scatter_ms = 0;
-  // The pipeline of internal batches: how many, how long the stream sat idle between one
-  // batch's end and the next one's start (waiting for the host), and the host's wall time in
-  // fetch (reads, validation, host decoding), enqueue (tables, launches) and waiting for the GPU.
-  std::int64_t batches = 0;
-  std::uint64_t max_batch_decoded = 0;  // decoded bytes of chunks in the largest of them
-  double gpu_idle_ms = 0, fetch_ms = 0, enqueue_ms = 0, wait_ms = 0;
-  // Host wall time before the first piece: chunks and shard indexes → leaf chunks, duplicates,
-  // cache lookups, sizes. The GPU has nothing of this read to do meanwhile.
-  double plan_ms = 0;
-  double limit_wait_ms = 0;           // waits for memory other reads held under the pool's limit
-  std::uint64_t nans = 0;             // NaN elements read by requests with an ElementTransform
-  std::int64_t host_transformed = 0;  // blocks of those normalised and cast by the host threads
-  std::vector<std::string> notes;     // why chunks fell back to the CPU (each reason once)
-};
 
 // A region of an array into device memory (dest points into GPU memory).
 using DeviceReadRequest = ReadRequest;
