@@ -415,6 +415,9 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
   const bool head = req.method == "HEAD";
   std::optional<Clock::time_point> deadline;  // total_timeout_s after the first attempt starts
   std::string last_error;
+  // The last answer the server gave (an HTTP status), kept when a later attempt fails in
+  // transport: an attempt cut short by the deadline should not hide why the others failed.
+  std::string last_answer;
   char curl_detail[CURL_ERROR_SIZE];
   for (int attempt = 1;; ++attempt) {
     curl_easy_reset(curl);
@@ -510,6 +513,7 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
       } else if (!ok && retryable_http_status(a.status)) {
         last_error = "HTTP " + std::to_string(a.status);
         if (auto s = s3_error_summary(a.error_body); !s.empty()) last_error += " (" + s + ")";
+        last_answer = last_error;
         retry_after = a.retry_after;
       } else {
         HttpResponse resp;
@@ -527,6 +531,8 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
         return resp;
       }
     }
+    if (!last_answer.empty() && last_answer != last_error)
+      last_error += "; the server's last answer: " + last_answer;
     if (attempt >= policy.max_attempts)
       return io_error(what + ": " + last_error + " (gave up after " + std::to_string(attempt) +
                       " attempts)");

@@ -4,7 +4,9 @@
 // wants; tests against full servers (faults on a schedule, moto S3) are in tests/test_remote.py.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "zarrflow/store/http_client.h"
@@ -237,6 +239,24 @@ TEST(HttpClientDeadline, RetriesEndAtTheTotalTimeout) {
   expect_error((*s)->get("k").status(), ErrorCode::kIoError,
                {"HTTP 503", "total_timeout of 0.8 s reached"});
   EXPECT_LT(srv.requests(), 100);
+}
+
+// The attempt the deadline cuts short fails in transport (a timeout); the message still says
+// what the server answered before, since that is why the request failed.
+TEST(HttpClientDeadline, ATimeoutAtTheDeadlineKeepsTheServersLastAnswer) {
+  LoopbackServer srv([](const std::string&, int fd, const LoopbackServer& s) {
+    if (s.requests() == 1) {
+      send_all(fd, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n");
+      return;
+    }
+    while (!s.stopping()) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // stalls
+  });
+  auto s = HttpStore::open_json(R"({"kind": "http", "endpoint": ")" + srv.url() +
+                                R"(", "max_attempts": 1000000, "backoff_base": 0.01,
+                                "backoff_max": 0.01, "total_timeout": 0.5})");
+  ASSERT_TRUE(s.ok());
+  expect_error((*s)->get("k").status(), ErrorCode::kIoError,
+               {"curl: Timeout", "the server's last answer: HTTP 503", "gave up after 2 attempts"});
 }
 
 TEST(HttpStoreListing, RepeatedTokensAndHugePagesEndTheListing) {
