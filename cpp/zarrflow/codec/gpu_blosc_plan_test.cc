@@ -459,6 +459,23 @@ TEST(GpuBloscPlan, MatchesCbloscOnEveryConfiguration) {
   EXPECT_GT(cov.bit_kept_blocks, 0);
 }
 
+// A bit-shuffled leftover block whose whole elements form groups of 8 but which ends in a partial
+// element (4679 bytes in blocks of 512: the last block is 71 bytes, 8 float64 and 7 bytes): its
+// 64 bytes are bit-transposed and the last 7 copied through, as c-blosc does.
+TEST(GpuBloscPlan, BitShuffledLeftoverEndingInAPartialElement) {
+  Coverage cov;
+  for (const char* cname : {"blosclz", "lz4", "zstd"})
+    check_roundtrip(make_data(0, 4679, 11), cname, BLOSC_BITSHUFFLE, 8, 512, 5, cov);
+  const Bytes chunk = blosc_compress(make_data(0, 4679, 11), "lz4", BLOSC_BITSHUFFLE, 8, 512, 5);
+  auto plan = make_blosc_plan(cspan(chunk));
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_FALSE(plan->memcpyed);
+  const BloscBlock& last = plan->blocks.back();
+  EXPECT_EQ(last.size, 71u);
+  EXPECT_EQ(last.unshuffle, BloscUnshuffle::kBit);
+  EXPECT_EQ(cov.chunks, 3);
+}
+
 // Every split mode c-blosc has. ALWAYS_SPLIT writes chunks c-blosc itself cannot read back when
 // the decoder's split rule disagrees (typesize > 16, or blocks under 128 elements); then both
 // decoders must fail (or agree).

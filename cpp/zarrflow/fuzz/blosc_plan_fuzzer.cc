@@ -2,7 +2,7 @@
 // blosc_host_decode.h) on arbitrary chunks. Guarantees checked, as the GPU kernels trust them:
 //   * every planned stream reads inside the chunk and writes inside the decoded bytes, inside
 //     its block; the streams cover the decoded bytes exactly once; every block and un-shuffle
-//     entry is in range (bit un-shuffle only on whole groups of 8 elements);
+//     entry is in range (bit un-shuffle only where the whole elements form groups of 8);
 //   * a chunk the plan decodes, c-blosc (the CPU decoder) decodes too, to the same bytes: the GPU
 //     path never returns data the CPU path rejects. (The plan may reject more: an LZ4 match
 //     offset of 0, invalid in the format, is decoded by liblz4.)
@@ -51,10 +51,11 @@ void check_plan(const BloscPlan& plan, std::size_t chunk_size) {
     fuzz::require(b.first_stream <= plan.streams.size() &&
                       b.num_streams <= plan.streams.size() - b.first_stream,
                   "block's streams out of range");
+    // A block may end in a partial element: its last size % typesize bytes are copied through
+    // (unshuffle.h), so only the whole elements must come in groups of 8.
     if (b.unshuffle == BloscUnshuffle::kBit)
-      fuzz::require(
-          plan.typesize > 0 && b.size % plan.typesize == 0 && (b.size / plan.typesize) % 8 == 0,
-          "bit un-shuffle of a block that is not whole groups of 8 elements");
+      fuzz::require(plan.typesize > 0 && (b.size / plan.typesize) % 8 == 0,
+                    "bit un-shuffle of a block whose whole elements are not groups of 8");
   }
   for (const std::uint32_t i : plan.unshuffled)
     fuzz::require(i < plan.blocks.size() && plan.blocks[i].unshuffle != BloscUnshuffle::kNone,
