@@ -96,11 +96,7 @@ if [ "$FETCH_ONLY" = 1 ]; then
   [[ " ${TOOLCHAINS[*]} " == *" gcc "* ]] && sources="libc6 libc6-dev linux-libc-dev linux-headers $sources"
   [[ " ${VARIANTS[*]} " == *" cu12 "* ]] && sources="$sources nvidia-cuda-toolkit-12"
   for name in $sources; do fetch_source "$name" >/dev/null || exit 1; done
-  if [[ " ${TOOLCHAINS[*]} " == *" zig "* ]]; then
-    mkdir -p "$WORK/ziglang"
-    python3 -m pip download -q --no-deps --only-binary=:all: -d "$WORK/ziglang" \
-      "ziglang==$ZIG_VERSION" || exit 1
-  fi
+  if [[ " ${TOOLCHAINS[*]} " == *" zig "* ]]; then fetch_zig_wheel >/dev/null || exit 1; fi
   echo "sources in $WHEEL_CACHE"
   exit 0
 fi

@@ -44,6 +44,23 @@ ZIG_VERSION=0.17.1
 ZIG_WHEEL_SHA256=ea6cc5d87b033cf0aedfbc8f9549a908cae6c50ac31f1698188fa48a74524b54
 ZIG_GLIBC=2.17
 
+# Downloads (or finds in the cache) the pinned ziglang wheel, as fetch_source does a source;
+# prints the cached path.
+fetch_zig_wheel() {
+  local whl
+  whl=$(ls "$WHEEL_CACHE"/ziglang-"$ZIG_VERSION"-*x86_64*.whl 2>/dev/null | head -1 || true)
+  if [ -z "$whl" ] || ! echo "$ZIG_WHEEL_SHA256  $whl" | sha256sum -c --quiet 2>/dev/null; then
+    rm -rf "$WORK/ziglang" && mkdir -p "$WORK/ziglang" "$WHEEL_CACHE"
+    python3 -m pip download -q --no-deps --only-binary=:all: -d "$WORK/ziglang" \
+      "ziglang==$ZIG_VERSION" >&2 || { echo "download failed: ziglang==$ZIG_VERSION" >&2; return 1; }
+    whl=$(ls "$WORK"/ziglang/ziglang-"$ZIG_VERSION"-*x86_64*.whl)
+    echo "$ZIG_WHEEL_SHA256  $whl" | sha256sum -c --quiet ||
+      { echo "checksum mismatch: $whl" >&2; return 1; }
+    mv "$whl" "$WHEEL_CACHE/" && whl="$WHEEL_CACHE/$(basename "$whl")"
+  fi
+  echo "$whl"
+}
+
 # Downloads (or finds in the cache) source $1; prints the cached path.
 fetch_source() {
   local name=$1 url sha file
@@ -119,15 +136,8 @@ EOF
 # (every object it compiles, which ccache keeps where wanted) is a temporary directory per call.
 build_zig_toolchain() {
   local tc=$TOOLCHAIN whl
-  rm -rf "$tc" && mkdir -p "$tc/bin" "$WHEEL_CACHE"
-  whl=$(ls "$WHEEL_CACHE"/ziglang-"$ZIG_VERSION"-*x86_64*.whl 2>/dev/null | head -1 || true)
-  if [ -z "$whl" ] || ! echo "$ZIG_WHEEL_SHA256  $whl" | sha256sum -c --quiet 2>/dev/null; then
-    rm -rf "$WORK/ziglang" && mkdir -p "$WORK/ziglang"
-    python3 -m pip download -q --no-deps --only-binary=:all: -d "$WORK/ziglang" "ziglang==$ZIG_VERSION"
-    whl=$(ls "$WORK"/ziglang/ziglang-"$ZIG_VERSION"-*x86_64*.whl)
-    echo "$ZIG_WHEEL_SHA256  $whl" | sha256sum -c --quiet || { echo "checksum mismatch: $whl" >&2; return 1; }
-    mv "$whl" "$WHEEL_CACHE/" && whl="$WHEEL_CACHE/$(basename "$whl")"
-  fi
+  rm -rf "$tc" && mkdir -p "$tc/bin"
+  whl=$(fetch_zig_wheel) || return 1
   python3 -m zipfile -e "$whl" "$tc/wheel" && mv "$tc/wheel/ziglang" "$tc/zig" && rm -rf "$tc/wheel"
   chmod +x "$tc/zig/zig"
   # Without an optimisation flag zig cc compiles with UBSan traps (its Debug mode): configure

@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import _core, _gpu
 from .._names import unknown_name
-from ..errors import NodeNotFoundError, StoreIOError, ZarrflowError
+from ..errors import NodeNotFoundError, StoreIOError
 from ._counters import Stats
 from ._errors import LoaderError, MissingChunkError
 from ._memory_plan import fit as fit_memory, refusal as memory_refusal
@@ -536,7 +536,7 @@ class Loader:
         try:
             return engine.take(run.id)
         except RuntimeError as e:  # the binding's "pass dropped, or its batch engine closed"
-            if engine is self._engine or isinstance(e, ZarrflowError):
+            if engine is self._engine:  # this loader's engine: a real error
                 raise
             raise RuntimeError("zarrflow: this Loader was closed while this pass was being "
                                "iterated; iterate the loader again for a new pass") from None
