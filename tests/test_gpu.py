@@ -15,6 +15,7 @@ skip with that reason.
 from __future__ import annotations
 
 import gc
+import os
 import random
 import zlib
 from pathlib import Path
@@ -238,6 +239,38 @@ def test_torch_stream_ordering_and_ownership(codec_stores):
     gc.collect()
     _ = [torch.empty(1 << 20, device="cuda") for _ in range(8)]  # reuse freed memory if any
     assert np.array_equal(x.cpu().numpy(), data)  # x still owns the buffer
+
+
+@needs_gpu_kernels
+def test_any_number_of_read_streams_reads_the_same(codec_stores):
+    """The reader's stream setting reaches its reads (their pieces over many streams: the C++
+    tests EveryNumberOfLanesReadsTheSame and LanesStartWhereTheCallersStreamIs)."""
+    from zarrflow import _gpu
+    r = _gpu.reader()
+    before = r.read_streams
+    try:
+        for codec in ("blosc-lz4-shuffle", "zstd"):
+            path, data = codec_stores[codec]
+            arr = zarrflow.open(path)
+            for n in (1, 5):
+                r.set_read_streams(n)
+                assert r.read_streams == n
+                assert np.array_equal(host_bytes(arr.read(device="cuda")), data), (codec, n)
+        with pytest.raises(ValueError, match="not in"):
+            r.set_read_streams(0)
+    finally:
+        r.set_read_streams(before)
+
+
+def test_read_streams_from_the_environment_reach_the_reader():
+    import subprocess
+    import sys
+    env = dict(os.environ, ZARRFLOW_GPU_READ_STREAMS="2")
+    out = subprocess.run([sys.executable, "-c", "from zarrflow import _gpu; "
+                          "print(_gpu.reader().read_streams)"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2"
 
 
 def test_cupy_and_jax_take_the_tensor_without_a_copy(codec_stores):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from zarrflow._gpu import _parse_limit
+from zarrflow._gpu import MAX_READ_STREAMS, _parse_limit, read_streams_from_env
 from zarrflow.loader._memory_plan import PER_WORKER, SPARE_WORKER_READ_BYTES, fit, refusal
 
 GB = 10**9
@@ -125,3 +125,20 @@ def test_without_a_gpu_there_is_no_limit_to_set():
     assert zarrflow.gpu_memory_limit() == 0
     with pytest.raises(zarrflow.errors.UnsupportedError, match="no GPU memory to limit"):
         zarrflow.set_gpu_memory_limit(0.5)
+
+
+@pytest.mark.parametrize("env, want", [(None, None), ("", None), ("1", 1), ("3", 3),
+                                       (str(MAX_READ_STREAMS), MAX_READ_STREAMS)])
+def test_read_streams_from_the_environment(monkeypatch, env, want):
+    if env is None:
+        monkeypatch.delenv("ZARRFLOW_GPU_READ_STREAMS", raising=False)
+    else:
+        monkeypatch.setenv("ZARRFLOW_GPU_READ_STREAMS", env)
+    assert read_streams_from_env() == want
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "17", "two", "1.5"])
+def test_a_bad_read_streams_setting_is_refused(monkeypatch, bad):
+    monkeypatch.setenv("ZARRFLOW_GPU_READ_STREAMS", bad)
+    with pytest.raises(ValueError, match="ZARRFLOW_GPU_READ_STREAMS"):
+        read_streams_from_env()

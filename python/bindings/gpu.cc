@@ -116,6 +116,14 @@ void bind_reader(nb::module_& m) {
           [](GpuReader& r, std::size_t bytes) { r.state->reader.device_pool().set_limit(bytes); },
           "bytes"_a, "Bounds the GPU memory the device pool holds (in use and idle); 0 = none.")
       .def(
+          "set_read_streams",
+          [](GpuReader& r, int n) { throw_if_error(r.state->reader.set_streams(n)); }, "n"_a,
+          "How many CUDA streams each read spreads its pieces over (1-16): consecutive pieces' "
+          "copies and decoding overlap on different streams.")
+      .def_prop_ro(
+          "read_streams", [](GpuReader& r) { return r.state->reader.streams(); },
+          "The streams each read spreads its pieces over.")
+      .def(
           "trim",
           [](GpuReader& r) {
             return r.state->reader.device_pool().trim() + r.state->reader.pinned_pool().trim();

@@ -37,8 +37,31 @@ def reader():
         return None
     with _lock:
         if _reader is None:
-            _reader = _core.GpuReader()
+            r = _core.GpuReader()
+            streams = read_streams_from_env()
+            if streams is not None:
+                r.set_read_streams(streams)
+            _reader = r
         return _reader
+
+
+MAX_READ_STREAMS = 16
+
+
+def read_streams_from_env() -> int | None:
+    """``ZARRFLOW_GPU_READ_STREAMS``: how many CUDA streams each GPU read spreads its pieces
+    over (None when unset: the reader's default, 3)."""
+    env = os.environ.get("ZARRFLOW_GPU_READ_STREAMS")
+    if env is None or env.strip() == "":
+        return None
+    try:
+        n = int(env)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_READ_STREAMS:
+        raise ValueError(f"ZARRFLOW_GPU_READ_STREAMS must be an integer in [1, {MAX_READ_STREAMS}], "
+                         f"got {env!r}")
+    return n
 
 
 def _nvcomp_candidates() -> list[str]:

@@ -6,19 +6,21 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include "zarrflow/codec/codec_test_util.h"
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
-#include "zarrflow/store/memory_store.h"
 #include "zarrflow/pipeline/gpu/device_reader.h"
+#include "zarrflow/store/memory_store.h"
 #include "zarrflow/zarr/hierarchy.h"
 
 namespace zarrflow::gpu {
@@ -1002,6 +1004,88 @@ TEST_F(DeviceReadTest, InternalBatchesAreEven) {
   EXPECT_EQ(report.max_batch_decoded, 5 * chunk);
 }
 
+// Pieces spread over any number of lanes (streams) read the same bytes as the CPU, for
+// zarrflow's kernels and for nvCOMP.
+TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
+  struct Case {
+    std::string codecs;
+    std::function<Bytes(const Bytes&)> encode;
+  };
+  std::vector<Case> cases{{kBloscLz4, [](const Bytes& raw) { return blosc(raw, "lz4", 1, 0); }}};
+  if (Nvcomp::get().ok())
+    cases.push_back({R"([{"name": "bytes", "configuration": {"endian": "little"}},
+                         {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
+                     zstd});
+  for (const Case& c : cases) {
+    const FieldStore fs = field_store(
+        14, c.codecs, [](int t, int k) { return float((t * 31 + k) % 977); }, c.encode);
+    const auto owner = open_array(fs.store, "z");
+    ThreadPool pool(2);
+    DeviceReader reader;
+    for (int streams : {1, 2, 3, 5}) {
+      DeviceReadOptions opt;
+      opt.pool = &pool;
+      opt.streams = streams;
+      opt.batch_bytes = kSide * kSide * 4;  // two decoded chunks per piece: seven pieces
+      DeviceReadReport report;
+      const BothReads r = read_on_cpu_and_gpu(
+          *owner, Selection{{0, 5, 0}, {14, 250, 256}, {1, 1, 1}}, reader, opt, &report);
+      ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+      EXPECT_EQ(r.cpu, r.gpu) << c.codecs << " on " << streams << " lanes";
+      EXPECT_EQ(report.batches, 7);
+      EXPECT_EQ(report.gpu_decoded, 14);
+    }
+    // The reader's setting, for reads that do not choose.
+    EXPECT_FALSE(reader.set_streams(0).ok());
+    EXPECT_FALSE(reader.set_streams(kMaxReadStreams + 1).ok());
+    ASSERT_TRUE(reader.set_streams(2).ok());
+    DeviceReadOptions opt;
+    opt.pool = &pool;
+    opt.batch_bytes = kSide * kSide * 4;
+    DeviceReadReport report;
+    const BothReads r =
+        read_on_cpu_and_gpu(*owner, Selection::full({14, kSide, kSide}), reader, opt, &report);
+    ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+    EXPECT_EQ(r.cpu, r.gpu);
+    EXPECT_TRUE(reader.stream_lender().idle());
+  }
+}
+
+// The lanes start where the caller's stream is: what the caller queued before the read (here a
+// fill of the destination, behind a 100 ms wait) happens before the read writes it.
+TEST_F(DeviceReadTest, LanesStartWhereTheCallersStreamIs) {
+  const FieldStore fs = field_store(
+      4, kBloscLz4, [](int t, int k) { return float(t * 1000 + k % 500); },
+      [](const Bytes& raw) { return blosc(raw, "lz4", 1, 0); });
+  const auto owner = open_array(fs.store, "z");
+  const Selection all = Selection::full({4, kSide, kSide});
+  const std::size_t bytes = std::size_t{4} * kSide * kSide * 4;
+  Bytes cpu(bytes), gpu(bytes);
+  ASSERT_TRUE(
+      owner->read(all, {cpu.data(), all.count, c_strides(all.count, 4)}, ReadOptions{}).ok());
+  Stream caller = std::move(Stream::create()).value();
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+  const cudaHostFn_t sleep_100ms = [](void*) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  };
+  ASSERT_EQ(cudaLaunchHostFunc(caller.get(), sleep_100ms, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(d, 0xff, bytes, caller.get()), cudaSuccess);
+  ThreadPool pool(2);
+  DeviceReader reader;
+  DeviceReadOptions opt;
+  opt.pool = &pool;
+  opt.stream = caller.get();
+  opt.batch_bytes = kSide * kSide * 4;  // several pieces, on every lane
+  const Status s = reader.read(
+      *owner, all, {static_cast<std::byte*>(d), all.count, c_strides(all.count, 4)}, opt);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_EQ(cudaStreamSynchronize(caller.get()), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(gpu.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d);
+  EXPECT_EQ(cpu, gpu);
+}
+
 // A MemoryStore whose reads of one key fail (sizes still answer): a read that fails part-way.
 class FailingStore final : public Store {
  public:
@@ -1061,6 +1145,7 @@ TEST_F(DeviceReadTest, AFailedReadLeavesNoWorkOnItsBuffers) {
   const Status s = reader.read(
       arr, all, {static_cast<std::byte*>(d), all.count, c_strides(all.count, 4)}, opt, &report);
   EXPECT_EQ(cudaStreamQuery(stream.get()), cudaSuccess) << "work still running on the stream";
+  EXPECT_TRUE(reader.stream_lender().idle()) << "work still running on the read's lanes";
   cudaFree(d);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("injected read error"), std::string::npos) << s.message();

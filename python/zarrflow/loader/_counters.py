@@ -26,7 +26,7 @@ class Stats:
     h2d_ms: float = 0.0           # GPU reads: copy-up of staged bytes (GPU time, summed)
     decode_ms: float = 0.0        # GPU reads: decode kernels (GPU time, summed)
     scatter_ms: float = 0.0       # GPU reads: scatter into the batch (GPU time, summed)
-    # GPU reads run in internal batches (pieces bounded in bytes, double-buffered): how many,
+    # GPU reads run in internal batches (pieces bounded in bytes, pipelined): how many,
     # how long the GPU stream sat idle between them, and the reading threads' wall time fetching
     # (reads, host decoding), enqueueing (tables, launches) and waiting for the GPU.
     internal_batches: int = 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-PER_WORKER = 1 << 30  # the smallest working set of one worker's reads (pieces of 256 MB)
+PER_WORKER = 1 << 30  # the smallest working set of one worker's reads (pieces of 256 MB staged)
 
 
 # What each worker's reads should have beside the batches and caches for a spare worker to stay:

@@ -160,7 +160,9 @@ class GpuMemoryPool {
 
 class Stream {
  public:
-  static Result<Stream> create();
+  // A stream that does not synchronise with the legacy default stream, at `priority` (CUDA's:
+  // lower numbers run first; 0 is the default).
+  static Result<Stream> create(int priority = 0);
   Stream() = default;
   Stream(Stream&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
   Stream& operator=(Stream&& o) noexcept {

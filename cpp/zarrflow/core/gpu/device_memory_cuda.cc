@@ -355,9 +355,9 @@ std::size_t GpuMemoryPool::trim() {
   return freed;
 }
 
-Result<Stream> Stream::create() {
+Result<Stream> Stream::create(int priority) {
   Stream s;
-  ZF_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s.s_, cudaStreamNonBlocking));
+  ZF_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&s.s_, cudaStreamNonBlocking, priority));
   return std::move(s);
 }
 

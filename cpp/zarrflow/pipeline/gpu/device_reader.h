@@ -1,7 +1,8 @@
 // Reading Zarr arrays straight into GPU memory (CUDA builds only).
 //
-// The path of one read (all GPU work ordered on the caller's stream, one synchronisation at the
-// end of each batch to check per-chunk statuses):
+// The path of one read (its GPU work on streams lent by the reader, which start where the
+// caller's stream is; one synchronisation at the end of each batch to check per-chunk statuses,
+// so the data is in place when a read returns):
 //   region → chunks (and, for sharded arrays, the inner chunks each shard index points at)
 //   → sizes → compressed bytes read by the thread pool into pooled pinned staging
 //     (pread; or cuFile into device memory)
@@ -17,12 +18,15 @@
 // zstd/deflate) are decoded by the CPU path into pinned memory and copied up; the report says
 // which and why. A chunk that fails on the GPU is decoded again on the CPU, which either
 // produces the error message (naming the array and chunk) or, if the CPU succeeds, the data.
-// Batches are double-buffered: the CPU reads batch k+1 while the GPU decodes batch k.
-// Thread-safety: one DeviceReader per thread, or external locking; pools are shared safely.
+// Batches are pipelined: the CPU reads batch k+1 while the GPU copies and decodes the batches
+// before it, consecutive batches on different streams (read_lanes.h).
+// Thread-safety: threads may read through one DeviceReader at once (pools and streams are
+// shared safely); one DeviceReadReport per read.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,6 +36,7 @@
 #include "zarrflow/core/gpu/device_memory.h"
 #include "zarrflow/pipeline/gpu/batch_layout.h"
 #include "zarrflow/pipeline/gpu/chunk_cache.h"
+#include "zarrflow/pipeline/gpu/read_lanes.h"
 #include "zarrflow/pipeline/gpu/read_plan.h"
 #include "zarrflow/pipeline/gpu/read_report.h"
 #include "zarrflow/pipeline/transform.h"
@@ -49,12 +54,14 @@ struct DeviceReadOptions {
   ChunkCache* cache = nullptr;       // optional cache of compressed chunks in GPU memory
   ChunkCache* host_cache = nullptr;  // optional cache of compressed chunks in pinned host memory
   ShardIndexes* shard_indexes = nullptr;  // optional: shard indexes kept across reads
-  // Compressed bytes staged per internal batch; 0 = chosen per codec: for chains decoded by
-  // nvCOMP's zstd/deflate, whose calls have a fixed latency, 1/24 of the GPU's memory (at most
-  // 8 GB; less when the GPU is full) staged and as much decoded; for the others 256 MB staged
-  // and 2 GB decoded. An explicit value bounds decoded bytes at twice it. Pieces are split
+  // Compressed bytes staged per internal batch (piece); 0 = chosen per codec
+  // (ReadOp::piece_bounds). An explicit value bounds decoded bytes at twice it. Pieces are split
   // evenly (read_plan.h: PiecePlanner).
   std::uint64_t batch_bytes = 0;
+  // How many streams the read spreads its pieces over (read_lanes.h); 0 = the reader's setting
+  // (DeviceReader::set_streams). 1 runs each piece's copies and decoding after the previous
+  // piece's.
+  int streams = 0;
   // Fraction (0..1) of the compressed chunks the GPU could decode that the host threads decode
   // instead (then copy up, like CPU fallbacks). For training, where the model keeps the GPU busy,
   // it moves decoding onto otherwise idle cores and gives the model its SMs back. Uncompressed
@@ -98,10 +105,17 @@ class DeviceReader {
 
   GpuMemoryPool& device_pool() { return device_; }
   GpuMemoryPool& pinned_pool() { return pinned_; }
+  StreamLender& stream_lender() { return lanes_; }
+  // Streams of the reads that do not set DeviceReadOptions::streams (1 to kMaxReadStreams;
+  // default kDefaultReadStreams).
+  Status set_streams(int n);
+  [[nodiscard]] int streams() const { return streams_.load(); }
 
  private:
   GpuMemoryPool pinned_;
   GpuMemoryPool device_;
+  StreamLender lanes_;
+  std::atomic<int> streams_{kDefaultReadStreams};
 };
 
 }  // namespace zarrflow::gpu

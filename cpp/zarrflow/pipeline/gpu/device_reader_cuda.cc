@@ -11,6 +11,14 @@ DeviceReader::DeviceReader()
 
 DeviceReader::~DeviceReader() = default;
 
+Status DeviceReader::set_streams(int n) {
+  if (n < 1 || n > kMaxReadStreams)
+    return invalid_argument("GPU read streams: " + std::to_string(n) + " is not in [1, " +
+                            std::to_string(kMaxReadStreams) + "]");
+  streams_ = n;
+  return {};
+}
+
 Status DeviceReader::read(const Array& arr, const Selection& region, const StridedView& dest,
                           const DeviceReadOptions& options, DeviceReadReport* report) {
   const DeviceReadRequest one{&arr, region, dest};
@@ -22,7 +30,9 @@ Status DeviceReader::read_many(std::span<const DeviceReadRequest> requests,
   ZF_RETURN_IF_ERROR(device_available());
   DeviceReadReport local;
   DeviceReadReport& r = report ? *report : local;
-  ReadOp op(options, r, pinned_, device_);
+  const int streams = options.streams > 0 ? options.streams : streams_.load();
+  ZF_ASSIGN_OR_RETURN(ReadLanes lanes, lanes_.lend(std::size_t(streams), options.stream));
+  ReadOp op(options, r, pinned_, device_, std::move(lanes));
   return op.run(requests);
 }
 

@@ -2,17 +2,21 @@
 // internal header of device_reader_cuda.cc and the read_op_*_cuda.cc files).
 //
 //   plan      read_plan.h: leaf chunks, duplicates, decoders, cache hits, sizes, pieces
-//   per piece, double-buffered (the host fetches piece i+1 while the GPU decodes piece i):
+//   per piece, pipelined (the host fetches piece i+1 while the GPU copies and decodes the pieces
+//   before it, each on its own lane: read_lanes.h):
 //     fetch     stored bytes into pinned staging (or converted while read, or cuFile)
 //     prepare   host checks before any GPU decoder sees the bytes; host decoding
-//     enqueue   device buffers, job tables, copies up, nvCOMP calls and kernels, one event
+//     enqueue   device buffers, job tables, copies up, nvCOMP calls and kernels on the piece's
+//               lane, one event
 //     finish    wait for the event, check the statuses, keep chunks in the caches, decode what
 //               the GPU rejected on the host (which names the error or recovers the data)
 // Thread-safety: one ReadOp per read, on one thread (it runs its per-item work on the pools).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +31,7 @@
 #include "zarrflow/pipeline/gpu/decode_jobs.h"
 #include "zarrflow/pipeline/gpu/device_reader.h"
 #include "zarrflow/pipeline/gpu/host_work.h"
+#include "zarrflow/pipeline/gpu/read_lanes.h"
 #include "zarrflow/pipeline/gpu/read_plan.h"
 #include "zarrflow/store/gpu/cufile.h"
 
@@ -35,13 +40,15 @@ namespace zarrflow::gpu {
 // Everything one piece owns until its GPU work has finished and its statuses were checked.
 struct Batch {
   std::vector<std::size_t> items;  // indices into the read's items
-  GpuBuffer staging;               // pinned compressed bytes
-  GpuBuffer cpu_host;              // pinned CPU-decoded blocks
+  std::size_t lane = 0;            // the read's lane (stream) its GPU work goes to
+  cudaStream_t stream = nullptr;
+  GpuBuffer staging;   // pinned compressed bytes
+  GpuBuffer cpu_host;  // pinned CPU-decoded blocks
   // Pinned blocks the host normalised and cast (Item::host_tf): uncompressed chunks converted
   // as they were read (fetch), CPU-decoded blocks (prepare).
   GpuBuffer host_read, host_out;
   GpuBuffer d_staging, d_direct, d_cpu, d_out, d_shuffled, d_tables;
-  // nvCOMP's scratch, shared with the read's other pieces (ReadOp::nvcomp_temp_): held here
+  // nvCOMP's scratch, shared with the pieces of its lane (ReadOp::nvcomp_temp_): held here
   // until this piece's work is done, so a larger replacement never frees it under a kernel.
   std::shared_ptr<GpuBuffer> d_temp[4];  // by NvcompAlgo
   GpuBuffer h_tables, h_status;          // pinned
@@ -67,13 +74,18 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
 class ReadOp {
  public:
   ReadOp(const DeviceReadOptions& opt, DeviceReadReport& report, GpuMemoryPool& pinned,
-         GpuMemoryPool& device)
-      : opt_(opt), report_(report), pinned_(pinned), device_(device) {}
+         GpuMemoryPool& device, ReadLanes lanes)
+      : opt_(opt),
+        report_(report),
+        pinned_(pinned),
+        device_(device),
+        lanes_(std::move(lanes)),
+        nvcomp_temp_(lanes_.size()) {}
   // A read that failed part-way may still have copies and kernels running on the stream over
   // the buffers its pieces are about to give back to the pools, where another read (another
   // loader worker) would take them at once: a kernel reading job tables rewritten under it
-  // faults (an illegal address, seen in training). So they are released only after the stream
-  // has drained.
+  // faults (an illegal address, seen in training). So they are released only after the lanes
+  // have drained.
   ~ReadOp();
   ReadOp(const ReadOp&) = delete;
   ReadOp& operator=(const ReadOp&) = delete;
@@ -112,6 +124,7 @@ class ReadOp {
                                          std::size_t* temp_bytes);
   bool nvcomp_launch_room();
 
+  Status finish_oldest();
   void note(const std::string& why);
   Result<GpuBuffer> device_buffer(std::uint64_t size, std::string_view what, const Batch& b,
                                   bool wait = true);
@@ -120,21 +133,23 @@ class ReadOp {
   DeviceReadReport& report_;
   GpuMemoryPool& pinned_;
   GpuMemoryPool& device_;
+  ReadLanes lanes_;  // destroyed after the pieces below: given back once they are done
   std::vector<Item> items_;
   ChainPrograms programs_;
   std::set<std::string> noted_;
   std::mutex mu_;
   GpuDecoders gpu_;  // what the GPU decodes in this read
   const Nvcomp* nvcomp_ = nullptr;
-  // One scratch buffer per nvCOMP algorithm for all of this read's pieces: they decode one
-  // after another on one stream, so they can share it. nvCOMP's zstd asks for 3.05x the
-  // decoded bytes of a call (9 GB for a 2 GB piece of zstd chunks); one per piece in flight
-  // was the largest allocation a 71-channel loader made.
-  std::shared_ptr<GpuBuffer> nvcomp_temp_[4];  // by NvcompAlgo
+  // One scratch buffer per lane and nvCOMP algorithm, for the pieces of that lane: they decode
+  // one after another on its stream, so they can share it. nvCOMP's zstd asks for 3.05x the
+  // decoded bytes of a call (9 GB for a 2 GB piece of zstd chunks); one per piece was the
+  // largest allocation a 71-channel loader made.
+  std::vector<std::array<std::shared_ptr<GpuBuffer>, 4>> nvcomp_temp_;  // by lane, NvcompAlgo
   Event last_done_;  // the previous piece's end on the GPU, for report_.gpu_idle_ms
-  // The piece whose GPU work may still run while the next one is fetched and enqueued, and the
-  // one being fetched and enqueued (members, not locals: see ~ReadOp).
-  std::optional<Batch> in_flight_, filling_;
+  // The pieces whose GPU work may still run while the next one is fetched and enqueued (oldest
+  // first), and the one being fetched and enqueued (members, not locals: see ~ReadOp).
+  std::deque<Batch> in_flight_;
+  std::optional<Batch> filling_;
   bool settled_ = false;  // run() finished every piece it enqueued
 };
 

@@ -1,4 +1,4 @@
-// ReadOp: a piece's GPU work, enqueued on the read's stream (read_op.h): device buffers, job
+// ReadOp: a piece's GPU work, enqueued on its lane's stream (read_op.h): device buffers, job
 // tables, copies up, nvCOMP calls and zarrflow's kernels, then one event to wait for.
 #include <cstring>
 
@@ -28,15 +28,15 @@ Status ReadOp::enqueue(Batch& b) {
   ZF_ASSIGN_OR_RETURN(b.t0, Event::create(true));
   ZF_ASSIGN_OR_RETURN(b.t1, Event::create(true));
   ZF_ASSIGN_OR_RETURN(b.t2, Event::create(true));
-  ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.t0.get(), opt_.stream));
+  ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.t0.get(), b.stream));
   ZF_RETURN_IF_ERROR(copy_up(b, layout));
   if (opt_.cache != nullptr) ZF_RETURN_IF_ERROR(copy_into_gpu_cache(b));
   ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.d_tables.data(), b.h_tables.data(), tables.size(),
-                                          cudaMemcpyHostToDevice, opt_.stream));
-  ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.t1.get(), opt_.stream));
+                                          cudaMemcpyHostToDevice, b.stream));
+  ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.t1.get(), b.stream));
   ZF_RETURN_IF_ERROR(launch_decoders(b, jobs, tables));
   ZF_ASSIGN_OR_RETURN(b.done, Event::create(true, /*sleeping=*/true));
-  ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.done.get(), opt_.stream));
+  ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.done.get(), b.stream));
   b.enqueued = true;
   return {};
 }
@@ -75,7 +75,7 @@ Status ReadOp::allocate_tables(Batch& b, const JobTables& tables, std::size_t ns
 
 // The compressed bytes the GPU decodes (one copy), then each block the host has ready.
 Status ReadOp::copy_up(Batch& b, const OutputLayout& layout) {
-  const cudaStream_t stream = opt_.stream;
+  const cudaStream_t stream = b.stream;
   const std::byte* staged = b.staging.data();
   if (layout.any_staged) {  // only the GPU-decoded chunks' compressed bytes travel
     ZF_CUDA_RETURN_IF_ERROR(
@@ -118,7 +118,7 @@ Status ReadOp::copy_into_gpu_cache(Batch& b) {
     auto buf = device_.acquire(std::max<std::uint64_t>(it.stored_size, 1));
     if (!buf.ok()) break;  // no room: read these again next time
     ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buf->data(), b.d_staging.data() + it.staging_offset,
-                                            it.stored_size, cudaMemcpyDeviceToDevice, opt_.stream));
+                                            it.stored_size, cudaMemcpyDeviceToDevice, b.stream));
     auto c = std::make_shared<CachedChunk>();
     c->bytes = std::move(buf).value();
     c->stored_size = it.stored_size;
@@ -133,7 +133,7 @@ Status ReadOp::copy_into_gpu_cache(Batch& b) {
 // zarrflow's streams, Blosc's un-shuffles), then the scatter, then the statuses and NaN count
 // back to pinned memory.
 Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables& tables) {
-  const cudaStream_t stream = opt_.stream;
+  const cudaStream_t stream = b.stream;
   std::byte* dt = b.d_tables.data();
   int* d_status = reinterpret_cast<int*>(dt + tables.status);
   const std::size_t nz = jobs.zstd.size();
@@ -183,16 +183,15 @@ bool ReadOp::nvcomp_launch_room() {
 // Scratch for the whole call, or, when the GPU cannot hold it even after the piece in flight has
 // finished (device_buffer), for halves, quarters, ... decoded one after another: the scratch
 // (3.05x the decoded bytes for zstd) is what a full GPU can least afford. Returns the jobs per
-// call; the read's shared scratch for `algo` then holds `*temp_bytes` and `b` holds it too.
+// call; the lane's shared scratch for `algo` then holds `*temp_bytes` and `b` holds it too.
 Result<std::size_t> ReadOp::fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs& jobs, Batch& b,
                                                std::size_t* temp_bytes) {
   std::size_t per = jobs.size();
-  auto& shared = nvcomp_temp_[int(algo)];
+  auto& shared = nvcomp_temp_[b.lane][int(algo)];
   for (;;) {
     // decoded bytes of the largest part: at most `per` of the largest chunks
     const std::size_t largest = std::min(jobs.total_out, per * jobs.max_out);
-    ZF_RETURN_IF_ERROR(
-        nvcomp_->temp_size(algo, per, jobs.max_out, largest, temp_bytes, opt_.stream));
+    ZF_RETURN_IF_ERROR(nvcomp_->temp_size(algo, per, jobs.max_out, largest, temp_bytes, b.stream));
     if (shared != nullptr && shared->capacity() >= *temp_bytes) break;
     shared.reset();  // pieces still using the smaller one hold their own reference
     auto t = device_buffer(std::max<std::size_t>(*temp_bytes, 1),
@@ -222,9 +221,9 @@ Status ReadOp::decode_nvcomp(NvcompAlgo algo, const NvcompJobs& jobs, const JobT
   const std::size_t n = jobs.size();
   std::size_t temp_bytes = 0;
   ZF_ASSIGN_OR_RETURN(const std::size_t per, fit_nvcomp_scratch(algo, jobs, b, &temp_bytes));
-  GpuBuffer& temp = *nvcomp_temp_[int(algo)];
+  GpuBuffer& temp = *nvcomp_temp_[b.lane][int(algo)];
   std::byte* dt = b.d_tables.data();
-  const cudaStream_t stream = opt_.stream;
+  const cudaStream_t stream = b.stream;
   for (std::size_t p = 0; p < n; p += per) {
     const auto call = [&] {
       return nvcomp_->decompress(

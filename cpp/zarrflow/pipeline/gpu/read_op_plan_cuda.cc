@@ -12,8 +12,15 @@ Result<GpuBuffer> named(Result<GpuBuffer> r, std::string_view what, const Batch&
 }
 
 ReadOp::~ReadOp() {
-  if (!settled_ && (in_flight_ || filling_) && cudaStreamSynchronize(opt_.stream) != cudaSuccess)
-    cudaGetLastError();  // the error was reported already, or is sticky
+  // Errors were reported already, or are sticky.
+  if (!settled_ && (!in_flight_.empty() || filling_)) lanes_.synchronize();
+}
+
+// Waits for the oldest piece in flight and checks it (its buffers go back to the pools).
+Status ReadOp::finish_oldest() {
+  ZF_RETURN_IF_ERROR(finish(in_flight_.front()));  // on failure ~ReadOp drains the lanes first
+  in_flight_.pop_front();
+  return {};
 }
 
 void ReadOp::note(const std::string& why) {
@@ -21,16 +28,15 @@ void ReadOp::note(const std::string& why) {
   if (noted_.insert(why).second) report_.notes.push_back(why);
 }
 
-// Device memory for piece `b`. When the GPU is full and the previous piece's work is still in
-// flight (its buffers, and the other loader workers' pieces, take the memory), wait for it: its
-// buffers go back to the pool, which gives its idle memory back and tries again. A failure then
-// names the buffer and the piece (named).
+// Device memory for piece `b`. When the GPU is full and earlier pieces' work is still in flight
+// (their buffers, and the other loader workers' pieces, take the memory), wait for them, oldest
+// first: their buffers go back to the pool, which gives its idle memory back and tries again. A
+// failure then names the buffer and the piece (named).
 Result<GpuBuffer> ReadOp::device_buffer(std::uint64_t size, std::string_view what, const Batch& b,
                                         bool wait) {
   auto r = device_.acquire(size);
-  if (!r.ok() && in_flight_) {
-    ZF_RETURN_IF_ERROR(finish(*in_flight_));
-    in_flight_.reset();
+  while (!r.ok() && !in_flight_.empty()) {
+    ZF_RETURN_IF_ERROR(finish_oldest());
     r = device_.acquire(size);
   }
   // Under zarrflow's memory limit the rest is mostly other reads' pieces (the loader's other
@@ -98,16 +104,21 @@ void ReadOp::look_up_caches() {
 
 // nvCOMP's zstd and deflate decode each chunk on one unit of the GPU, so a call costs about one
 // chunk's decode time (~35 ms for a 4 MB zstd chunk on an H200) plus its bytes at ~120 GB/s: on
-// an H200, calls of 0.7, 2.7 and 7.9 GB of 4 MB chunks took 43, 56 and 100 ms. Their pieces are
-// therefore as large as memory allows: 1/24 of the GPU's memory in decoded chunks (5.9 GB on an
-// H200, 3.3 GB on an H100; at most 8 GB, and less when little is free), and as many staged bytes.
-// nvCOMP's zstd scratch is 3.05x the decoded bytes of a call, shared by the read's pieces; with two
-// pieces in flight a read then holds about a fifth of the GPU. zarrflow's own kernels (Blosc, LZ4,
-// uncompressed) have no such latency: small pieces (256 MB staged, 2 GB decoded) overlap reading
-// with decoding best. An explicit batch_bytes sets the staged bound, and twice it the decoded one.
+// an H200, calls of 0.7, 2.7 and 7.9 GB of 4 MB chunks took 43, 56 and 100 ms. On one stream
+// their pieces would have to be as large as memory allows; on the read's lanes, consecutive
+// calls run side by side, so the latency is paid about once and pieces can be small enough for
+// the host's reading to overlap the GPU. The lanes together hold at most 1/24 of the GPU's
+// memory in decoded chunks (3.3 GB on an H100; at most 8 GB, and less when little is free), and
+// as many staged bytes; nvCOMP's zstd scratch is 3.05x a lane's decoded bytes. zarrflow's own
+// kernels (Blosc, LZ4, uncompressed) have no such latency: 256 MB staged, and 2 GB decoded
+// shared by the lanes (at least 512 MB each; the decoded bound matters for chunks of mostly fill
+// value, which compress to almost nothing). An explicit batch_bytes sets the staged bound, and
+// twice it the decoded one.
 PieceBounds ReadOp::piece_bounds() const {
   if (opt_.batch_bytes != 0) return {opt_.batch_bytes, 2 * opt_.batch_bytes};
-  if (!programs_.any_nvcomp()) return {std::uint64_t{256} << 20, std::uint64_t{2} << 30};
+  if (!programs_.any_nvcomp())
+    return {std::uint64_t{256} << 20,
+            std::max<std::uint64_t>((std::uint64_t{2} << 30) / lanes_.size(), 512 << 20)};
   std::size_t free = 0, total = 0;
   std::uint64_t d = std::uint64_t{3} << 30;  // if the GPU's size cannot be had
   if (cudaMemGetInfo(&free, &total) == cudaSuccess) {
@@ -121,6 +132,7 @@ PieceBounds ReadOp::piece_bounds() const {
   } else {
     cudaGetLastError();
   }
+  d = std::max<std::uint64_t>(d / lanes_.size(), std::uint64_t{256} << 20);
   return {d, d};
 }
 
@@ -131,8 +143,13 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   report_.plan_ms += ms_since(t_plan);
   report_.io = opt_.io == IoPath::kDirect ? "O_DIRECT → pinned staging → H2D copy per batch"
                                           : "pread → pinned staging → H2D copy per batch";
+  std::size_t made = 0;
   while (!pieces.done()) {
     Batch& b = filling_.emplace();
+    // Piece n goes to lane n mod lanes: on two lanes or more, that lane's previous piece has
+    // finished (below); on one, it queues behind the piece in flight.
+    b.lane = made++ % lanes_.size();
+    b.stream = lanes_[b.lane];
     std::uint64_t decoded = 0;
     b.items = pieces.next(&decoded);
     report_.max_batch_decoded = std::max(report_.max_batch_decoded, decoded);
@@ -144,12 +161,13 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     ZF_RETURN_IF_ERROR(enqueue(b));
     report_.enqueue_ms += ms_since(t);
     ++report_.batches;
-    if (in_flight_) ZF_RETURN_IF_ERROR(finish(*in_flight_));
-    in_flight_ = std::move(b);
+    in_flight_.push_back(std::move(b));
     filling_.reset();
+    // While the host fills the next piece, lanes - 1 pieces stay in flight (one on one lane).
+    while (in_flight_.size() >= std::max<std::size_t>(lanes_.size(), 2))
+      ZF_RETURN_IF_ERROR(finish_oldest());
   }
-  if (in_flight_) ZF_RETURN_IF_ERROR(finish(*in_flight_));
-  in_flight_.reset();
+  while (!in_flight_.empty()) ZF_RETURN_IF_ERROR(finish_oldest());
   settled_ = true;
   return {};
 }
