@@ -1004,8 +1004,8 @@ TEST_F(DeviceReadTest, InternalBatchesAreEven) {
   EXPECT_EQ(report.max_batch_decoded, 5 * chunk);
 }
 
-// Pieces spread over any number of lanes (streams) read the same bytes as the CPU, for
-// zarrflow's kernels and for nvCOMP.
+// Pieces spread over any number of lanes (streams) read the same bytes as the CPU (zarrflow's
+// kernels; a read nvCOMP decodes keeps one lane whatever the setting, and reads the same too).
 TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
   struct Case {
     std::string codecs;

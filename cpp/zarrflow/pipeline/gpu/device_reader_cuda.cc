@@ -31,8 +31,7 @@ Status DeviceReader::read_many(std::span<const DeviceReadRequest> requests,
   DeviceReadReport local;
   DeviceReadReport& r = report ? *report : local;
   const int streams = options.streams > 0 ? options.streams : streams_.load();
-  ZF_ASSIGN_OR_RETURN(ReadLanes lanes, lanes_.lend(std::size_t(streams), options.stream));
-  ReadOp op(options, r, pinned_, device_, std::move(lanes));
+  ReadOp op(options, r, pinned_, device_, lanes_, streams);
   return op.run(requests);
 }
 

@@ -1,11 +1,11 @@
 // The streams one GPU read spreads its pieces over (read_op.h), lent by its DeviceReader.
 //
 // Consecutive pieces go to different streams so that one piece's copy to the GPU overlaps the
-// previous piece's decoding, and nvCOMP calls of consecutive pieces run side by side on the SMs
-// (a call lasts about one chunk's decode whatever its size). A DeviceReader serves several
-// threads at once (the loader's workers), so its streams are lent per read and kept for the
-// next one, per device and priority (a read's streams take the priority of the caller's stream).
-// Thread-safety: StreamLender is thread-safe; a ReadLanes belongs to one read.
+// previous piece's decoding (reads nvCOMP decodes keep one stream: ReadOp::take_lanes). A
+// DeviceReader serves several threads at once (the loader's workers), so its streams are lent per
+// read and kept for the next one, per device and priority (a read's streams take the priority of
+// the caller's stream). Thread-safety: StreamLender is thread-safe; a ReadLanes belongs to one
+// read.
 #pragma once
 
 #include <cuda_runtime_api.h>

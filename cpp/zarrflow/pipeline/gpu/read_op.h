@@ -74,13 +74,13 @@ inline double ms_since(std::chrono::steady_clock::time_point t0) {
 class ReadOp {
  public:
   ReadOp(const DeviceReadOptions& opt, DeviceReadReport& report, GpuMemoryPool& pinned,
-         GpuMemoryPool& device, ReadLanes lanes)
+         GpuMemoryPool& device, StreamLender& lender, int streams)
       : opt_(opt),
         report_(report),
         pinned_(pinned),
         device_(device),
-        lanes_(std::move(lanes)),
-        nvcomp_temp_(lanes_.size()) {}
+        lender_(lender),
+        streams_(streams) {}
   // A read that failed part-way may still have copies and kernels running on the stream over
   // the buffers its pieces are about to give back to the pools, where another read (another
   // loader worker) would take them at once: a kernel reading job tables rewritten under it
@@ -95,6 +95,7 @@ class ReadOp {
  private:
   // read_op_plan_cuda.cc
   Status plan(std::span<const DeviceReadRequest> requests);
+  Status take_lanes();
   void look_up_caches();
   PieceBounds piece_bounds() const;
   // read_op_cuda.cc
@@ -133,6 +134,8 @@ class ReadOp {
   DeviceReadReport& report_;
   GpuMemoryPool& pinned_;
   GpuMemoryPool& device_;
+  StreamLender& lender_;
+  int streams_;      // asked for; take_lanes() decides how many the read uses
   ReadLanes lanes_;  // destroyed after the pieces below: given back once they are done
   std::vector<Item> items_;
   ChainPrograms programs_;

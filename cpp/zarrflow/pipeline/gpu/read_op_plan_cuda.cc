@@ -104,16 +104,16 @@ void ReadOp::look_up_caches() {
 
 // nvCOMP's zstd and deflate decode each chunk on one unit of the GPU, so a call costs about one
 // chunk's decode time (~35 ms for a 4 MB zstd chunk on an H200) plus its bytes at ~120 GB/s: on
-// an H200, calls of 0.7, 2.7 and 7.9 GB of 4 MB chunks took 43, 56 and 100 ms. On one stream
-// their pieces would have to be as large as memory allows; on the read's lanes, consecutive
-// calls run side by side, so the latency is paid about once and pieces can be small enough for
-// the host's reading to overlap the GPU. The lanes together hold at most 1/24 of the GPU's
-// memory in decoded chunks (3.3 GB on an H100; at most 8 GB, and less when little is free), and
-// as many staged bytes; nvCOMP's zstd scratch is 3.05x a lane's decoded bytes. zarrflow's own
-// kernels (Blosc, LZ4, uncompressed) have no such latency: 256 MB staged, and 2 GB decoded
-// shared by the lanes (at least 512 MB each; the decoded bound matters for chunks of mostly fill
-// value, which compress to almost nothing). An explicit batch_bytes sets the staged bound, and
-// twice it the decoded one.
+// an H200, calls of 0.7, 2.7 and 7.9 GB of 4 MB chunks took 43, 56 and 100 ms. Their pieces are
+// therefore as large as memory allows (on one lane: take_lanes): 1/24 of the GPU's memory in
+// decoded chunks (5.9 GB on an H200, 3.3 GB on an H100; at most 8 GB, and less when little is
+// free), and as many staged bytes. nvCOMP's zstd scratch is 3.05x the decoded bytes of a call,
+// shared by the read's pieces; with two pieces in flight a read then holds about a fifth of the
+// GPU. zarrflow's own kernels (Blosc, LZ4, uncompressed) have no such latency: small pieces
+// (256 MB staged) on several lanes overlap reading, copies and decoding best, bounded by 2 GB
+// decoded shared by the lanes (at least 512 MB each; the decoded bound matters for chunks of
+// mostly fill value, which compress to almost nothing). An explicit batch_bytes sets the staged
+// bound, and twice it the decoded one.
 PieceBounds ReadOp::piece_bounds() const {
   if (opt_.batch_bytes != 0) return {opt_.batch_bytes, 2 * opt_.batch_bytes};
   if (!programs_.any_nvcomp())
@@ -132,13 +132,26 @@ PieceBounds ReadOp::piece_bounds() const {
   } else {
     cudaGetLastError();
   }
-  d = std::max<std::uint64_t>(d / lanes_.size(), std::uint64_t{256} << 20);
   return {d, d};
+}
+
+// Reads that nvCOMP decodes keep one lane: its calls are latency-bound (each chunk decodes on
+// one unit of the GPU), and two side by side hold SMs twice over for their duration. On an H100
+// beside a matmul job (benchmarks/bench_sm_cost.py), nvCOMP pieces on three lanes cost 2.56
+// SM-seconds per decoded GB for zstd and 20.5 for gzip, against 2.09 and 9.5 on one lane the
+// day before, for whole-array zstd reads 15% faster alone (19.7 against 17.1 GB/s) and gzip
+// reads no faster. Training reads next to a model, which needs the SMs more.
+Status ReadOp::take_lanes() {
+  const int n = programs_.any_nvcomp() ? 1 : streams_;
+  ZF_ASSIGN_OR_RETURN(lanes_, lender_.lend(std::size_t(n), opt_.stream));
+  nvcomp_temp_.resize(lanes_.size());
+  return {};
 }
 
 Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
   const auto t_plan = std::chrono::steady_clock::now();
   ZF_RETURN_IF_ERROR(plan(requests));
+  ZF_RETURN_IF_ERROR(take_lanes());
   PiecePlanner pieces(items_, piece_bounds());
   report_.plan_ms += ms_since(t_plan);
   report_.io = opt_.io == IoPath::kDirect ? "O_DIRECT → pinned staging → H2D copy per batch"
