@@ -9,10 +9,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <span>
 #include <utility>
 #include <vector>
+
+#include "zarrflow/core/fork_safe_mutex.h"
 
 namespace zarrflow {
 
@@ -23,7 +24,8 @@ class BufferPool;
 
 // Freed allocations kept for reuse, best fit among those at most 2x too large, within a byte
 // budget. The memory itself is the owner's business (host, pinned or device): the cache only
-// hands back pointers. Thread-safe.
+// hands back pointers. Thread-safe, and a child forked while other threads used the cache
+// finds it usable.
 //
 // Over budget, the allocations released longest ago go first, not the one just released: when
 // the sizes a workload needs change (a larger batch, another store), the stale sizes leave once
@@ -49,7 +51,7 @@ class AllocationCache {
   [[nodiscard]] std::size_t budget() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable ForkSafeMutex mu_;      // a leaf lock
   std::vector<Allocation> free_;  // oldest release first
   std::size_t cached_ = 0;
   std::size_t max_cached_;

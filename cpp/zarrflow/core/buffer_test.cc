@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "zarrflow/core/fork_test_util.h"
+
 namespace zarrflow {
 namespace {
 
@@ -103,6 +109,38 @@ TEST(Buffer, HugePageAligned) {
     moved.resize(moved.capacity() + 1);  // grows into an ordinary allocation, keeping the bytes
     EXPECT_EQ(moved.data()[moved.size() - 2], std::byte{3});
   }
+}
+
+// A child forked while other threads take and return buffers (a DataLoader worker forked from
+// a process that reads) takes and returns buffers of the same pool.
+TEST(BufferPoolFork, ChildUsesThePoolItsParentsThreadsWereUsing) {
+  BufferPool pool(std::size_t{64} << 20);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> users;
+  for (int t = 0; t < 2; ++t) {
+    users.emplace_back([&, t] {
+      // Many buffers of many sizes cached: the cache's lock is held most of the time.
+      std::vector<Buffer> held;
+      for (std::size_t i = 0; !stop; ++i) {
+        held.push_back(pool.acquire(4096 * (1 + (i * 7 + t) % 61)));
+        if (held.size() == 64) held.clear();
+      }
+    });
+  }
+  for (int round = 0; round < 30; ++round) {
+    EXPECT_EQ(fork_test::in_forked_child([&] {
+                for (std::size_t i = 0; i < 200; ++i) {
+                  Buffer b = pool.acquire(4096 * (1 + i % 64));
+                  if (b.size() != 4096 * (1 + i % 64)) return 1;
+                  b.data()[b.size() - 1] = std::byte{2};
+                }
+                return 0;
+              }),
+              "exit 0")
+        << "round " << round;
+  }
+  stop = true;
+  for (auto& u : users) u.join();
 }
 
 }  // namespace

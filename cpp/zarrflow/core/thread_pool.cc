@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cerrno>
 #include <memory>
+#include <mutex>
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -46,12 +47,25 @@ ThreadPool::ThreadPool(std::size_t num_threads, int nice) : nice_(std::max(0, ni
 }
 
 ThreadPool::~ThreadPool() {
+  if (threads_.empty()) return;  // no threads to stop (none started, or a forked child)
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
   for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::forget_threads_after_fork() noexcept {
+  // Leaked, never joined nor destroyed: the threads do not exist here (destroying a joinable
+  // std::thread terminates), and the queued jobs are the parent's work. cv_ is made anew over
+  // the old one, not destroyed: the parent's waiters are counted in it, and destroying a
+  // condition variable waits for its waiters (glibc), forever here.
+  (void)new std::vector<std::thread>(std::move(threads_));
+  (void)new std::deque<std::function<void()>>(std::move(queue_));
+  threads_.clear();
+  queue_.clear();
+  std::construct_at(&cv_);
 }
 
 void ThreadPool::submit(std::function<void()> fn) {
@@ -71,7 +85,7 @@ void ThreadPool::worker_loop() {
   for (;;) {
     std::function<void()> job;
     {
-      std::unique_lock lock(mu_);
+      std::unique_lock lock(mu_.native());
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping and drained
       job = std::move(queue_.front());

@@ -13,6 +13,8 @@
 // `ulimit -v` too small for the stacks), the pool runs with those it got: size() is the true
 // count, start_error() says why it is short. Zero threads work too: parallel_for then runs
 // everything on the caller, submit() runs the job at once.
+// Fork: a child forked while the pool ran keeps the pool without threads: everything runs on the
+// calling thread.
 // Lifetime: the pool joins its threads on destruction; it must outlive every call into it.
 // Thread-safety: all methods may be called from any thread, including pool threads.
 #pragma once
@@ -22,11 +24,11 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "zarrflow/core/fork_safe_mutex.h"
 #include "zarrflow/core/status.h"
 
 namespace zarrflow {
@@ -62,16 +64,19 @@ class ThreadPool {
 
  private:
   void worker_loop();
+  // In a forked child (from the fork handler, mu_ held): the threads are the parent's.
+  void forget_threads_after_fork() noexcept;
 
   std::size_t requested_ = 0;
   std::string start_error_;
   int nice_ = 0;
   std::atomic<std::size_t> failed_jobs_{0};
-  std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+  // Last: registered (and so seen by the fork handlers) only while the members above exist.
+  ForkSafeMutex mu_{[this] { forget_threads_after_fork(); }};
 };
 
 // Runs fn(0..n-1) on `pool`, or serially on the caller when pool is null (exceptions from fn

@@ -6,10 +6,12 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #ifdef __linux__
 #include <pthread.h>
@@ -28,6 +30,7 @@
 
 #include "zarrflow/core/buffer.h"
 #include "zarrflow/core/dtype.h"
+#include "zarrflow/core/fork_test_util.h"
 
 namespace zarrflow {
 namespace {
@@ -230,6 +233,53 @@ TEST(ThreadPoolDeathTest, RunsOnTheCallerWithNoThreads) {
   EXPECT_EXIT(pool_under_address_limit(0, 0), ::testing::ExitedWithCode(0), "");
 }
 #endif
+
+// DataLoader workers forked while other threads keep the pool busy: the child gets the pool
+// without threads (theirs stayed in the parent), and it works there on the calling thread.
+TEST(ThreadPoolFork, ChildRunsEverythingOnTheCaller) {
+  auto pool = std::make_unique<ThreadPool>(3);
+  std::atomic<bool> stop{false};
+  std::atomic<int> pending{0};
+  std::vector<std::thread> hammers;
+  for (int t = 0; t < 3; ++t) {
+    hammers.emplace_back([&, t] {
+      while (!stop) {
+        if (t == 0) {
+          if (pending.load() > 32) {
+            std::this_thread::yield();
+            continue;
+          }
+          ++pending;
+          pool->submit([&] { --pending; });
+        } else {
+          (void)pool->parallel_for(64, [](std::size_t) { return Status(); });
+        }
+      }
+    });
+  }
+  for (int round = 0; round < 30; ++round) {
+    EXPECT_EQ(fork_test::in_forked_child([&] {
+                if (pool->size() != 0) return 1;
+                std::atomic<std::size_t> sum{0};
+                Status s = pool->parallel_for(1000, [&](std::size_t i) {
+                  sum += i;
+                  return Status();
+                });
+                if (!s.ok() || sum.load() != 999 * 1000 / 2) return 2;
+                bool ran = false;
+                pool->submit([&] { ran = true; });
+                if (!ran) return 3;
+                pool.reset();  // and it goes without waiting for the parent's threads
+                return 0;
+              }),
+              "exit 0")
+        << "round " << round;
+  }
+  stop = true;
+  for (auto& h : hammers) h.join();
+  EXPECT_EQ(pool->size(), 3u);  // the parent keeps its threads
+  pool.reset();                 // runs the jobs still queued while `pending` exists
+}
 
 TEST(BufferPool, ReusesReleasedBuffers) {
   BufferPool pool;
