@@ -27,8 +27,8 @@ Ceilings measured in the same run: pinned and pageable H2D bandwidth, O_DIRECT r
 the raw store, the raw store read through cuFile / O_DIRECT / pinned staging, and per codec the
 stage ceilings of zarrflow-gpu's warm read (benchmarks/ceilings.py): (a) staging, the chunks'
 stored bytes read by --threads host threads into pinned memory (page cache warm); (b) pinned H2D;
-(c) the GPU decode stage, the decode kernels' GPU time in the timed reads (chunks already in device
-memory); (d) zarrflow-gpu end to end; with d ÷ min(a × ratio, b × ratio, c) and its target.
+(c) the GPU decode stage, the decode kernels' GPU time in as many warm reads on one read stream
+(chunks already in device memory; no other batch's kernels beside them); (d) zarrflow-gpu end to end; with d ÷ min(a × ratio, b × ratio, c) and its target.
 The stage ceilings alone (about a minute on a 16-core H100 host, stores written once):
 
     python benchmarks/bench_gpu.py --readers zarrflow-gpu --name bench_ceilings \
@@ -720,7 +720,8 @@ def measure(ctx: Ctx, results: dict, reader: str, codec: str, path: Path, stored
             rep = arr.last_read_report
             row["report"] = {k: v for k, v in rep.items() if k != "notes"}
             row["notes"] = rep["notes"]
-            row.update(stage_rates(reports, gb, codec != "raw"))
+            if temp == "warm":
+                row.update(stage_rates(one_stream_reports(ctx, fn, reports), gb, codec != "raw"))
         results["runs"].append(row)
         print(f"{codec:<22} {reader:<18} {temp:<4} {row['GBps']:7.2f} GB/s "
               f"{row['core_s_per_GB']:6.3f} core-s/GB  decode {row.get('decode_on', '?')}"
@@ -731,8 +732,27 @@ def measure(ctx: Ctx, results: dict, reader: str, codec: str, path: Path, stored
         print(f"  note: {rep['cpu_decoded']} chunks decoded on the CPU: {rep['notes']}")
 
 
+def one_stream_reports(ctx: Ctx, fn: Callable, reports: list[dict]) -> list[dict]:
+    """The reports of warm reads on one read stream (ZARRFLOW_GPU_READ_STREAMS=1), as many as
+    the timed runs: there no internal batch's copy or decoding overlaps another's, so their GPU
+    times are the stages' own (on several streams, kernels side by side slow each other and their
+    summed times overstate a stage)."""
+    from zarrflow import _gpu
+    r = _gpu.reader()
+    before = r.read_streams
+    reports.clear()
+    r.set_read_streams(1)
+    try:
+        for _ in range(ctx.args.runs):
+            fn()
+            ctx.sync()
+    finally:
+        r.set_read_streams(before)
+    return list(reports)
+
+
 def stage_rates(reports: list[dict], gb: float, compressed: bool) -> dict:
-    """From the timed reads' reports: the GPU decode stage in decoded GB/s (the chunks the GPU
+    """From reads' reports: the GPU decode stage in decoded GB/s (the chunks the GPU
     decoded, equal-sized here, over the decode kernels' GPU time; median over the reads; none
     when the host threads decoded them all, as numcodecs LZ4 under gpu_decode="auto") and the
     copy stage in GB/s of bytes copied (over the H2D copies' GPU time; median)."""
@@ -924,7 +944,7 @@ def write_table(results: dict) -> str:
                   "(a) the chunks' stored bytes read by the same thread count into "
                   + ("pageable memory (dry run)" if results.get("cpu_dry_run") else "pinned memory")
                   + ", (b) pinned H2D, both × ratio; (c) the GPU decode stage (decode kernels' GPU "
-                  "time in the same reads); (d) zarrflow-gpu end to end, warm.", "",
+                  "time in as many reads on one read stream); (d) zarrflow-gpu end to end, warm.", "",
                   stage_ceilings.ceilings_table(results["ceiling_rows"], "codec")]
     if "total_seconds" in results:
         lines.append(f"Run time {results['total_seconds']:.0f} s (stores {results['store_seconds']:.0f} s).")
