@@ -75,8 +75,8 @@ Status read_on_host_and_copy(const Array& arr, const Selection& sel, void* dst, 
 nb::dict pool_stats(const GpuReader& r) {
   nb::dict d;
   gpu::GpuMemoryPool& device = r.state->reader.device_pool();
-  // First: memory whose consumers' streams have passed its release counts as idle below.
-  const std::size_t pending = device.pending_releases();
+  // First, so that memory whose consumers' streams have passed its release counts as idle below.
+  const std::size_t pending = device.collect_released();
   for (auto [name, pool] :
        {std::pair{"device", &device}, std::pair{"pinned", &r.state->reader.pinned_pool()}}) {
     const std::string n(name);
@@ -119,7 +119,7 @@ void bind_reader(nb::module_& m) {
           "set_read_streams",
           [](GpuReader& r, int n) { throw_if_error(r.state->reader.set_streams(n)); }, "n"_a,
           "How many CUDA streams each read spreads its pieces over (1-16): consecutive pieces' "
-          "copies and decoding overlap on different streams.")
+          "copies and decoding overlap on different streams (reads nvCOMP decodes keep one).")
       .def_prop_ro(
           "read_streams", [](GpuReader& r) { return r.state->reader.streams(); },
           "The streams each read spreads its pieces over.")

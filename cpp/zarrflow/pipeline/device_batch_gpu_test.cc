@@ -14,6 +14,7 @@
 #include <string>
 
 #include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/core/strided.h"
 #include "zarrflow/pipeline/batch_recipe_test_util.h"
 #include "zarrflow/pipeline/gpu/device_batch.h"
 #include "zarrflow/pipeline/host_batch.h"
@@ -73,8 +74,7 @@ class DeviceBatchTest : public ::testing::Test {
 
   // A made batch's bytes, copied down.
   static std::vector<std::byte> bytes_of(const MadeBatch& b) {
-    std::size_t n = b.dtype.size;
-    for (auto x : b.shape) n *= std::size_t(x);
+    const std::size_t n = std::size_t(checked_product(b.shape, b.dtype.size).value());
     std::vector<std::byte> out(n);
     EXPECT_EQ(cudaMemcpy(out.data(), b.data, n, cudaMemcpyDeviceToHost), cudaSuccess);
     return out;
@@ -87,8 +87,7 @@ class DeviceBatchTest : public ::testing::Test {
     auto made = host.make(job, 0, 0.0);
     EXPECT_TRUE(made.ok()) << made.status().to_string();
     if (!made.ok()) return {};
-    std::size_t n = made->dtype.size;
-    for (auto x : made->shape) n *= std::size_t(x);
+    const std::size_t n = std::size_t(checked_product(made->shape, made->dtype.size).value());
     const auto* p = static_cast<const std::byte*>(made->data);
     return {{p, p + n}, made->report.nans};
   }

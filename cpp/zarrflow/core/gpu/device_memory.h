@@ -129,8 +129,12 @@ class GpuMemoryPool {
   // (checked on later acquire/release_after calls, without blocking). When events cannot be
   // recorded (the CUDA runtime is shutting down), `keep` is dropped at once.
   void release_after(std::shared_ptr<void> keep, std::span<const cudaStream_t> streams);
-  // Buffers still waiting on other streams (for tests).
-  [[nodiscard]] std::size_t pending_releases();
+  // Takes back the memory released with release_after whose streams have all passed that point
+  // (it is idle from then on); returns how many releases still wait. acquire, release_after and
+  // trim do this too.
+  std::size_t collect_released();
+  // Releases still waiting on other streams (collects first; for tests and statistics).
+  [[nodiscard]] std::size_t pending_releases() { return collect_released(); }
 
  private:
   friend class GpuBuffer;
@@ -138,7 +142,6 @@ class GpuMemoryPool {
   void free_raw(std::byte* p, std::size_t capacity);  // counted
   static void free_memory(MemoryKind kind, std::byte* p, std::size_t capacity);
   Result<std::byte*> allocate(std::size_t capacity) const;
-  void poll_pending();
   void note_in_use(std::size_t capacity);
 
   struct Pending {

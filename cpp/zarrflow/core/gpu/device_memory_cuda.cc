@@ -171,7 +171,7 @@ GpuMemoryPool::~GpuMemoryPool() {
 
 void GpuMemoryPool::release_after(std::shared_ptr<void> keep,
                                   std::span<const cudaStream_t> streams) {
-  poll_pending();
+  collect_released();
   Pending p;
   for (cudaStream_t s : streams) {
     cudaEvent_t e = nullptr;
@@ -192,8 +192,9 @@ void GpuMemoryPool::release_after(std::shared_ptr<void> keep,
   pending_.push_back(std::move(p));
 }
 
-void GpuMemoryPool::poll_pending() {
+std::size_t GpuMemoryPool::collect_released() {
   std::vector<std::shared_ptr<void>> done;  // released outside the lock (they re-enter the pool)
+  std::size_t waiting = 0;
   {
     std::lock_guard lock(pending_mu_);
     for (std::size_t i = 0; i < pending_.size();) {
@@ -215,13 +216,9 @@ void GpuMemoryPool::poll_pending() {
       pending_[i] = std::move(pending_.back());
       pending_.pop_back();
     }
+    waiting = pending_.size();
   }
-}
-
-std::size_t GpuMemoryPool::pending_releases() {
-  poll_pending();
-  std::lock_guard lock(pending_mu_);
-  return pending_.size();
+  return waiting;
 }
 
 void GpuMemoryPool::free_raw(std::byte* p, std::size_t capacity) {
@@ -248,7 +245,7 @@ Result<std::byte*> GpuMemoryPool::allocate(std::size_t capacity) const {
 }
 
 Result<GpuBuffer> GpuMemoryPool::acquire(std::size_t size) {
-  poll_pending();
+  collect_released();
   // Above 2 MiB, capacities come in steps of 2 MiB or an eighth of the size's power of two,
   // whichever is larger (at most 12.5% unused): a batch's staging, whose size varies a little
   // from batch to batch, then reuses the same allocation instead of needing a slightly larger one.
@@ -346,7 +343,7 @@ std::size_t GpuMemoryPool::room() const {
 }
 
 std::size_t GpuMemoryPool::trim() {
-  poll_pending();  // memory whose streams have passed its release is idle too
+  collect_released();  // memory whose streams have passed its release is idle too
   std::size_t freed = 0;
   for (auto& [p, cap] : cache_.drain()) {
     free_raw(p, cap);
