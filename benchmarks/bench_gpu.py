@@ -28,7 +28,8 @@ the raw store, the raw store read through cuFile / O_DIRECT / pinned staging, an
 stage ceilings of zarrflow-gpu's warm read (benchmarks/ceilings.py): (a) staging, the chunks'
 stored bytes read by --threads host threads into pinned memory (page cache warm); (b) pinned H2D;
 (c) the GPU decode stage, the decode kernels' GPU time in as many warm reads on one read stream
-(chunks already in device memory; no other batch's kernels beside them); (d) zarrflow-gpu end to end; with d ÷ min(a × ratio, b × ratio, c) and its target.
+(chunks already in device memory; no other batch's kernels beside them); (d) zarrflow-gpu end
+to end; with d ÷ min(a × ratio, b × ratio, c) and its target.
 The stage ceilings alone (about a minute on a 16-core H100 host, stores written once):
 
     python benchmarks/bench_gpu.py --readers zarrflow-gpu --name bench_ceilings \
@@ -944,7 +945,8 @@ def write_table(results: dict) -> str:
                   "(a) the chunks' stored bytes read by the same thread count into "
                   + ("pageable memory (dry run)" if results.get("cpu_dry_run") else "pinned memory")
                   + ", (b) pinned H2D, both × ratio; (c) the GPU decode stage (decode kernels' GPU "
-                  "time in as many reads on one read stream); (d) zarrflow-gpu end to end, warm.", "",
+                  "time in as many reads on one read stream); (d) zarrflow-gpu end to end, "
+                  "warm.", "",
                   stage_ceilings.ceilings_table(results["ceiling_rows"], "codec")]
     if "total_seconds" in results:
         lines.append(f"Run time {results['total_seconds']:.0f} s (stores {results['store_seconds']:.0f} s).")

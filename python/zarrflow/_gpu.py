@@ -59,8 +59,8 @@ def read_streams_from_env() -> int | None:
     except ValueError:
         n = 0
     if not 1 <= n <= MAX_READ_STREAMS:
-        raise ValueError(f"ZARRFLOW_GPU_READ_STREAMS must be an integer in [1, {MAX_READ_STREAMS}], "
-                         f"got {env!r}")
+        raise ValueError("ZARRFLOW_GPU_READ_STREAMS must be an integer in "
+                         f"[1, {MAX_READ_STREAMS}], got {env!r}")
     return n
 
 

@@ -136,11 +136,9 @@ PieceBounds ReadOp::piece_bounds() const {
 }
 
 // Reads that nvCOMP decodes keep one lane: its calls are latency-bound (each chunk decodes on
-// one unit of the GPU), and two side by side hold SMs twice over for their duration. On an H100
-// beside a matmul job (benchmarks/bench_sm_cost.py), nvCOMP pieces on three lanes cost 2.56
-// SM-seconds per decoded GB for zstd and 20.5 for gzip, against 2.03-2.13 and 8.6-9.3 on one
-// lane (three runs), for whole-array zstd reads 15% faster alone (19.7 against 17.1 GB/s) and
-// gzip reads no faster. Training reads next to a model, which needs the SMs more.
+// one unit of the GPU), and two side by side hold SMs twice over for their duration. Beside a
+// model that costs more than the overlap gains alone (benchmarks/bench_sm_cost.py; the figures
+// are in docs/settings.md, "GPU read streams").
 Status ReadOp::take_lanes() {
   const int n = programs_.any_nvcomp() ? 1 : streams_;
   ZF_ASSIGN_OR_RETURN(lanes_, lender_.lend(std::size_t(n), opt_.stream));
