@@ -194,7 +194,7 @@ TEST_P(PoolTest, TrimGivesBackWhatTheStreamsHavePassed) {
   EXPECT_EQ(pool.trim(), capacity);
   EXPECT_EQ(pool.cached_bytes(), 0u);
   EXPECT_EQ(pool.held(), 0u);
-  EXPECT_EQ(pool.pending_releases(), 0u);
+  EXPECT_EQ(pool.collect_released(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceAndPinned, PoolTest,

@@ -1023,9 +1023,9 @@ TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
     ThreadPool pool(2);
     DeviceReader reader;
     for (int streams : {1, 2, 3, 5}) {
+      ASSERT_TRUE(reader.set_streams(streams).ok());
       DeviceReadOptions opt;
       opt.pool = &pool;
-      opt.streams = streams;
       opt.batch_bytes = kSide * kSide * 4;  // two decoded chunks per piece: seven pieces
       DeviceReadReport report;
       const BothReads r = read_on_cpu_and_gpu(
@@ -1035,7 +1035,7 @@ TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
       EXPECT_EQ(report.batches, 7);
       EXPECT_EQ(report.gpu_decoded, 14);
     }
-    // The reader's setting, for reads that do not choose.
+    // Settings out of range are refused; a whole read on two lanes.
     EXPECT_FALSE(reader.set_streams(0).ok());
     EXPECT_FALSE(reader.set_streams(kMaxReadStreams + 1).ok());
     ASSERT_TRUE(reader.set_streams(2).ok());

@@ -133,8 +133,6 @@ class GpuMemoryPool {
   // (it is idle from then on); returns how many releases still wait. acquire, release_after and
   // trim do this too.
   std::size_t collect_released();
-  // Releases still waiting on other streams (collects first; for tests and statistics).
-  [[nodiscard]] std::size_t pending_releases() { return collect_released(); }
 
  private:
   friend class GpuBuffer;

@@ -58,10 +58,6 @@ struct DeviceReadOptions {
   // (ReadOp::piece_bounds). An explicit value bounds decoded bytes at twice it. Pieces are split
   // evenly (read_plan.h: PiecePlanner).
   std::uint64_t batch_bytes = 0;
-  // How many streams the read spreads its pieces over (read_lanes.h); 0 = the reader's setting
-  // (DeviceReader::set_streams). 1 runs each piece's copies and decoding after the previous
-  // piece's.
-  int streams = 0;
   // Fraction (0..1) of the compressed chunks the GPU could decode that the host threads decode
   // instead (then copy up, like CPU fallbacks). For training, where the model keeps the GPU busy,
   // it moves decoding onto otherwise idle cores and gives the model its SMs back. Uncompressed
@@ -106,8 +102,9 @@ class DeviceReader {
   GpuMemoryPool& device_pool() { return device_; }
   GpuMemoryPool& pinned_pool() { return pinned_; }
   StreamLender& stream_lender() { return lanes_; }
-  // Streams of the reads that do not set DeviceReadOptions::streams (1 to kMaxReadStreams;
-  // default kDefaultReadStreams).
+  // How many streams each read spreads its pieces over (read_lanes.h; 1 to kMaxReadStreams,
+  // default kDefaultReadStreams). 1 runs each piece's copies and decoding after the previous
+  // piece's.
   Status set_streams(int n);
   [[nodiscard]] int streams() const { return streams_.load(); }
 

@@ -30,8 +30,7 @@ Status DeviceReader::read_many(std::span<const DeviceReadRequest> requests,
   ZF_RETURN_IF_ERROR(device_available());
   DeviceReadReport local;
   DeviceReadReport& r = report ? *report : local;
-  const int streams = options.streams > 0 ? options.streams : streams_.load();
-  ReadOp op(options, r, pinned_, device_, lanes_, streams);
+  ReadOp op(options, r, pinned_, device_, lanes_, streams_.load());
   return op.run(requests);
 }
 

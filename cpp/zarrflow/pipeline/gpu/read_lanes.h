@@ -20,11 +20,11 @@
 
 namespace zarrflow::gpu {
 
-// Streams a read spreads its pieces over unless told otherwise (DeviceReader::set_streams,
-// DeviceReadOptions::streams): with n ≥ 2, n - 1 pieces are in flight while the host fills the
+// Streams a read spreads its pieces over unless told otherwise (DeviceReader::set_streams):
+// with n ≥ 2, n - 1 pieces are in flight while the host fills the
 // next; with 1, one piece is in flight and the next queues behind it on the same stream (copies
-// up wait for the previous piece's decoding). Each lane holds a piece's buffers and its own
-// nvCOMP scratch. docs/settings.md has the measurements behind the default.
+// up wait for the previous piece's decoding). Each lane holds a piece's buffers.
+// docs/settings.md has the measurements behind the default.
 inline constexpr int kDefaultReadStreams = 3;
 inline constexpr int kMaxReadStreams = 16;
 

@@ -13,7 +13,6 @@
 // Thread-safety: one ReadOp per read, on one thread (it runs its per-item work on the pools).
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -40,15 +39,14 @@ namespace zarrflow::gpu {
 // Everything one piece owns until its GPU work has finished and its statuses were checked.
 struct Batch {
   std::vector<std::size_t> items;  // indices into the read's items
-  std::size_t lane = 0;            // the read's lane (stream) its GPU work goes to
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;   // the read's lane its GPU work goes to
   GpuBuffer staging;   // pinned compressed bytes
   GpuBuffer cpu_host;  // pinned CPU-decoded blocks
   // Pinned blocks the host normalised and cast (Item::host_tf): uncompressed chunks converted
   // as they were read (fetch), CPU-decoded blocks (prepare).
   GpuBuffer host_read, host_out;
   GpuBuffer d_staging, d_direct, d_cpu, d_out, d_shuffled, d_tables;
-  // nvCOMP's scratch, shared with the pieces of its lane (ReadOp::nvcomp_temp_): held here
+  // nvCOMP's scratch, shared with the read's other pieces (ReadOp::nvcomp_temp_): held here
   // until this piece's work is done, so a larger replacement never frees it under a kernel.
   std::shared_ptr<GpuBuffer> d_temp[4];  // by NvcompAlgo
   GpuBuffer h_tables, h_status;          // pinned
@@ -143,11 +141,11 @@ class ReadOp {
   std::mutex mu_;
   GpuDecoders gpu_;  // what the GPU decodes in this read
   const Nvcomp* nvcomp_ = nullptr;
-  // One scratch buffer per lane and nvCOMP algorithm, for the pieces of that lane: they decode
-  // one after another on its stream, so they can share it. nvCOMP's zstd asks for 3.05x the
-  // decoded bytes of a call (9 GB for a 2 GB piece of zstd chunks); one per piece was the
-  // largest allocation a 71-channel loader made.
-  std::vector<std::array<std::shared_ptr<GpuBuffer>, 4>> nvcomp_temp_;  // by lane, NvcompAlgo
+  // One scratch buffer per nvCOMP algorithm for all of this read's pieces: a read nvCOMP decodes
+  // keeps one lane (take_lanes), so its calls run one after another and can share it. nvCOMP's
+  // zstd asks for 3.05x the decoded bytes of a call (9 GB for a 2 GB piece of zstd chunks); one
+  // per piece in flight was the largest allocation a 71-channel loader made.
+  std::shared_ptr<GpuBuffer> nvcomp_temp_[4];  // by NvcompAlgo
   Event last_done_;  // the previous piece's end on the GPU, for report_.gpu_idle_ms
   // The pieces whose GPU work may still run while the next one is fetched and enqueued (oldest
   // first), and the one being fetched and enqueued (members, not locals: see ~ReadOp).

@@ -183,11 +183,11 @@ bool ReadOp::nvcomp_launch_room() {
 // Scratch for the whole call, or, when the GPU cannot hold it even after the piece in flight has
 // finished (device_buffer), for halves, quarters, ... decoded one after another: the scratch
 // (3.05x the decoded bytes for zstd) is what a full GPU can least afford. Returns the jobs per
-// call; the lane's shared scratch for `algo` then holds `*temp_bytes` and `b` holds it too.
+// call; the read's shared scratch for `algo` then holds `*temp_bytes` and `b` holds it too.
 Result<std::size_t> ReadOp::fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs& jobs, Batch& b,
                                                std::size_t* temp_bytes) {
   std::size_t per = jobs.size();
-  auto& shared = nvcomp_temp_[b.lane][int(algo)];
+  auto& shared = nvcomp_temp_[int(algo)];
   for (;;) {
     // decoded bytes of the largest part: at most `per` of the largest chunks
     const std::size_t largest = std::min(jobs.total_out, per * jobs.max_out);
@@ -221,7 +221,7 @@ Status ReadOp::decode_nvcomp(NvcompAlgo algo, const NvcompJobs& jobs, const JobT
   const std::size_t n = jobs.size();
   std::size_t temp_bytes = 0;
   ZF_ASSIGN_OR_RETURN(const std::size_t per, fit_nvcomp_scratch(algo, jobs, b, &temp_bytes));
-  GpuBuffer& temp = *nvcomp_temp_[b.lane][int(algo)];
+  GpuBuffer& temp = *nvcomp_temp_[int(algo)];
   std::byte* dt = b.d_tables.data();
   const cudaStream_t stream = b.stream;
   for (std::size_t p = 0; p < n; p += per) {

@@ -142,7 +142,6 @@ PieceBounds ReadOp::piece_bounds() const {
 Status ReadOp::take_lanes() {
   const int n = programs_.any_nvcomp() ? 1 : streams_;
   ZF_ASSIGN_OR_RETURN(lanes_, lender_.lend(std::size_t(n), opt_.stream));
-  nvcomp_temp_.resize(lanes_.size());
   return {};
 }
 
@@ -159,8 +158,7 @@ Status ReadOp::run(std::span<const DeviceReadRequest> requests) {
     Batch& b = filling_.emplace();
     // Piece n goes to lane n mod lanes: on two lanes or more, that lane's previous piece has
     // finished (below); on one, it queues behind the piece in flight.
-    b.lane = made++ % lanes_.size();
-    b.stream = lanes_[b.lane];
+    b.stream = lanes_[made++ % lanes_.size()];
     std::uint64_t decoded = 0;
     b.items = pieces.next(&decoded);
     report_.max_batch_decoded = std::max(report_.max_batch_decoded, decoded);
