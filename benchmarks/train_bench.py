@@ -11,6 +11,10 @@ and measures, per run, samples/s and the share of step time spent waiting for da
 - ``zarrflow-gpu-hostdecode`` the same loader with ``gpu_decode="off"``: the host threads decode,
                            the GPU only assembles, normalises and casts;
 - ``zarrflow-gpu@F``       the GPU loader with ``host_decode_share=F`` (``@0``: all on the GPU);
+- ``zarrflow-gpu@best``    the GPU loader at the host share benchmarks/decode_split.py finds
+                           best from this process's earlier ``synthetic``, ``zarrflow-gpu@0`` and
+                           ``zarrflow-gpu@1`` runs (which must come first); the results then
+                           record that split's ceiling (``split_ceiling``) beside the runs;
 - ``zarrflow-cpu``         zarrflow.Loader decoding on the CPU, batches copied up (pinned);
 - ``baseline-tensorstore`` a PyTorch DataLoader (workers, pin_memory) over a Dataset that reads
                            each sample with tensorstore, channel by channel;
@@ -59,6 +63,8 @@ import torch.nn as nn
 import zarrflow
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from decode_split import best_split  # noqa: E402
 from train_unet import UNetResNet18, loss_fn  # noqa: E402  (the model the example trains)
 
 SIX = ["2m_temperature", "u_component_of_wind@500", "v_component_of_wind@500",
@@ -308,6 +314,19 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
     return result
 
 
+def split_inputs_before(runs: list[str], best: str) -> bool:
+    """Whether the runs before ``best`` include the three that decode_split.best_split needs."""
+    before = set(runs[:runs.index(best)])
+    return {"synthetic", "zarrflow-gpu@0", "zarrflow-gpu@1"} <= before
+
+
+def split_ceiling(results: list[dict]) -> dict:
+    """decode_split.best_split over the mean samples/s of the earlier runs that it needs."""
+    def sps(name: str) -> float:
+        return float(np.mean([r["samples_per_s"] for r in results if r["run"] == name]))
+    return best_split(sps("synthetic"), sps("zarrflow-gpu@0"), sps("zarrflow-gpu@1"))
+
+
 def train_epochs(kind, args, model, opt, train_iter, val_iter, sample_bytes, device, rank,
                  world) -> list:
     epochs = []
@@ -466,10 +485,12 @@ def main(argv: list[str] | None = None) -> int:
     base = [r.removeprefix("synthetic+") for r in runs]
     bad = {r for r, b in zip(runs, base) if b.split("@")[0] not in known
            or ("@" in b and b.split("@")[0] != "zarrflow-gpu")
+           or (b == "zarrflow-gpu@best" and not split_inputs_before(runs, r))
            or (r.startswith("synthetic+") and b == "synthetic")}
     if bad:
         ap.error(f"unknown runs {sorted(bad)}; choose from {sorted(known)} "
-                 f"(zarrflow-gpu@F: host_decode_share F; synthetic+RUN: the model trains on "
+                 f"(zarrflow-gpu@F: host_decode_share F; zarrflow-gpu@best after synthetic, "
+                 f"zarrflow-gpu@0 and zarrflow-gpu@1; synthetic+RUN: the model trains on "
                  f"synthetic tensors while RUN's loader runs alongside)")
     stats, split = None, None
     if args.store:
@@ -500,9 +521,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"U-Net/ResNet-18, {len(args.channels)} channels, {args.spatial[0]}x{args.spatial[1]}, "
               f"batch {args.batch_size} x {world} ({ranks}), bf16={args.bf16}, "
               f"channels_last={args.channels_last}, {torch.cuda.get_device_name(device)}", flush=True)
-    results = []
+    results, ceiling = [], None
     for kind in runs:
-        results.append(run(kind, args, stats, split, device, rank, world))
+        if kind == "zarrflow-gpu@best":
+            ceiling = split_ceiling(results)
+            if rank == 0:
+                print(f"  split ceiling: host share {ceiling['host_share']:.3f}, "
+                      f"{ceiling['samples_per_s']:.1f} samples/s, real/synthetic "
+                      f"{ceiling['real_over_synthetic']:.3f}", flush=True)
+            res = run(f"zarrflow-gpu@{ceiling['host_share']:.4f}", args, stats, split, device,
+                      rank, world)
+            res["run"], res["host_decode_share"] = kind, ceiling["host_share"]
+            results.append(res)
+        else:
+            results.append(run(kind, args, stats, split, device, rank, world))
     synth_runs = [r["samples_per_s"] for r in results if r["run"] == "synthetic"]
     synth = float(np.mean(synth_runs)) if synth_runs else None
     if rank == 0:
@@ -515,6 +547,10 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {r['run']} | {'train' if r['train'] else 'loader only'} | "
                          f"{r['samples_per_s']:.1f} | {r['MBps']:.0f} | {wait} | "
                          f"{'' if ratio is None else f'{ratio:.3f}'} |")
+        if ceiling is not None:
+            lines.append(f"| split ceiling (host share {ceiling['host_share']:.3f}) | train | "
+                         f"{ceiling['samples_per_s']:.1f} | | | "
+                         f"{ceiling['real_over_synthetic']:.3f} |")
         table = "\n".join(lines)
         print(table)
         if args.out:
@@ -531,7 +567,8 @@ def main(argv: list[str] | None = None) -> int:
                     "loader_threads": args.loader_threads, "store": args.store,
                     # zarrflow's default pool: this rank's share of the CPUs (LOCAL_WORLD_SIZE)
                     "zarrflow_default_threads": zarrflow._threads.default_threads(),
-                    "synthetic_samples_per_s_mean": synth, "runs": results}
+                    "synthetic_samples_per_s_mean": synth, "split_ceiling": ceiling,
+                    "runs": results}
             (args.out / f"{tag}.json").write_text(json.dumps(meta, indent=2))
             (args.out / f"{tag}.md").write_text(table + "\n")
     if world > 1:
