@@ -13,8 +13,10 @@ What it does, in one process:
      a repository holding a (--chunks-open,) float32 array of that many virtual chunk references
      (4-byte ranges of one local file). Both are kept in --work and reused when they match.
   2. reads "t2m" whole with each reader, from the repository's directory and, with --s3, over
-     S3 from tests/servers/s3_files_server.py (a stdlib S3 endpoint serving that directory,
-     in processes of its own, --s3-processes of them):
+     S3 from a loopback endpoint serving that directory: tests/servers/s3_files_server.py (a
+     stdlib S3 endpoint in processes of its own, --s3-processes of them) or, with
+     --s3-server nginx, tests/servers/s3_nginx_server.py (nginx answering object GETs in
+     --s3-processes worker processes, the stdlib server behind it for lists):
        zarrflow            zarrflow.open(..., threads=N)["t2m"][...]          -> NumPy
        zarr-python         zarr.open_array(icechunk session store)[...]      -> NumPy
                            (async.concurrency = threading.max_workers = N)
@@ -347,7 +349,8 @@ def markdown(res: dict) -> str:
                      f"{row['decoded_GBps']:.2f} | {row['stored_GBps']:.2f} | {speed} |")
     g = res.get("s3_raw_gets")
     if g:
-        lines += ["", f"The S3 server ({res.get('s3_processes', 1)} process(es)) delivers the "
+        lines += ["", f"The S3 server ({res.get('s3_server', 'stdlib')}, "
+                      f"{res.get('s3_processes', 1)} process(es)) delivers the "
                       f"{g['objects']} stored chunks alone (raw GETs, {res['threads']} threads, no "
                       f"decoding) at {g['stored_GBps']:.2f} GB/s (median of "
                       f"{len(g['seconds'])}): the ceiling of every reader's stored GB/s over S3."]
@@ -424,7 +427,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunks-open", type=int, default=1_000_000)
     p.add_argument("--s3", action="store_true", help="also read over S3 (loopback server)")
     p.add_argument("--s3-processes", type=int, default=1, help="processes of the loopback S3 "
-                   "server (default 1; one Python process's GIL bounds what it serves)")
+                   "server (default 1; one Python process's GIL bounds what it serves), or "
+                   "nginx's worker processes")
+    p.add_argument("--s3-server", choices=["stdlib", "nginx"], default="stdlib",
+                   help="the loopback S3 server: stdlib (s3_files_server.py) or nginx in front "
+                        "of it (s3_nginx_server.py; nginx from $NGINX or PATH)")
     p.add_argument("--gpu", action="store_true", help="also read into GPU memory (torch, CUDA)")
     p.add_argument("--work", type=Path, help="where the repositories go (default: a temporary "
                    "directory); kept and reused")
@@ -458,14 +465,20 @@ def main(argv: list[str] | None = None) -> int:
     places = ["local"]
     server = None
     if args.s3:
-        from servers.s3_files_server import S3FilesServer
+        if args.s3_server == "nginx":
+            from servers.s3_nginx_server import S3NginxServer
 
-        server = S3FilesServer(work / "s3", processes=args.s3_processes)
+            server = S3NginxServer(work / "s3", workers=args.s3_processes)
+        else:
+            from servers.s3_files_server import S3FilesServer
+
+            server = S3FilesServer(work / "s3", processes=args.s3_processes)
         readers.s3 = {"endpoint": server.endpoint}
         res["s3_processes"] = args.s3_processes
+        res["s3_server"] = args.s3_server
         places.append("s3")
-        say(f"S3 server at {server.endpoint} (pid {server.pid}, {args.s3_processes} "
-            f"process(es)) serving {work / 's3'}")
+        say(f"S3 server ({args.s3_server}) at {server.endpoint} (pid {server.pid}, "
+            f"{args.s3_processes} process(es)) serving {work / 's3'}")
     try:
         res["reads"] = run_reads(readers, places, args.gpu, args.repeat, nbytes,
                                  res["read_repo"]["stored_bytes"], ref)

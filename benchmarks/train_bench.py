@@ -521,6 +521,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"U-Net/ResNet-18, {len(args.channels)} channels, {args.spatial[0]}x{args.spatial[1]}, "
               f"batch {args.batch_size} x {world} ({ranks}), bf16={args.bf16}, "
               f"channels_last={args.channels_last}, {torch.cuda.get_device_name(device)}", flush=True)
+    # Where each rank's decoding threads run (zarrflow.thread_info: ZARRFLOW_THREAD_CPUS).
+    placement = [zarrflow.thread_info()]
+    if world > 1:
+        placement = [None] * world
+        dist.all_gather_object(placement, zarrflow.thread_info())
+    if rank == 0:
+        for r, info in enumerate(placement):
+            print(f"rank {r}: {info['threads']} decoding threads on CPUs {info['cpus'] or 'any'} "
+                  f"({info['placement']})", flush=True)
     results, ceiling = [], None
     for kind in runs:
         if kind == "zarrflow-gpu@best":
@@ -567,6 +576,7 @@ def main(argv: list[str] | None = None) -> int:
                     "loader_threads": args.loader_threads, "store": args.store,
                     # zarrflow's default pool: this rank's share of the CPUs (LOCAL_WORLD_SIZE)
                     "zarrflow_default_threads": zarrflow._threads.default_threads(),
+                    "thread_placement": placement,
                     "synthetic_samples_per_s_mean": synth, "split_ceiling": ceiling,
                     "runs": results}
             (args.out / f"{tag}.json").write_text(json.dumps(meta, indent=2))

@@ -16,6 +16,9 @@ def cores(monkeypatch):
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(mine)), raising=False)
     monkeypatch.delenv("ZARRFLOW_NUM_THREADS", raising=False)
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    # No GPU to place threads by (tests/test_placement.py covers placement), chosen afresh.
+    monkeypatch.setattr(_threads, "_gpu_bus_ids", lambda: [])
+    monkeypatch.setattr(_threads, "_placed", None)
     return set_
 
 

@@ -231,11 +231,14 @@ ReadOptions read_options(Executor* exec) {
 
 void bind_executor(nb::module_& m) {
   nb::class_<Executor>(m, "Executor")
-      .def(nb::init<std::size_t, int>(), "threads"_a, "nice"_a = 0)
+      .def(nb::init<std::size_t, int, std::vector<int>>(), "threads"_a, "nice"_a = 0,
+           "cpus"_a = std::vector<int>{})
       .def_prop_ro("threads", [](const Executor& e) { return e.pool.size(); })
       .def_prop_ro("requested_threads", [](const Executor& e) { return e.pool.requested(); })
       .def_prop_ro("start_error", [](const Executor& e) { return e.pool.start_error(); })
-      .def_prop_ro("nice", [](const Executor& e) { return e.pool.nice(); });
+      .def_prop_ro("nice", [](const Executor& e) { return e.pool.nice(); })
+      .def_prop_ro("cpus", [](const Executor& e) { return e.pool.cpus(); })
+      .def_prop_ro("cpu_error", [](const Executor& e) { return e.pool.cpu_error(); });
 }
 
 void bind_arrays(nb::module_& m) {

@@ -15,7 +15,8 @@ namespace zarrflow::py {
 
 // Thread pool plus scratch-buffer pool: the resources one or many arrays read with.
 struct Executor {
-  Executor(std::size_t threads, int nice) : pool(threads, nice) {}
+  Executor(std::size_t threads, int nice, std::vector<int> cpus = {})
+      : pool(threads, nice, std::move(cpus)) {}
   ThreadPool pool;
   BufferPool buffers;
 };

@@ -342,6 +342,28 @@ void bind_gpu(nb::module_& m) {
       },
       "'' when a CUDA GPU can be used, else why not");
   m.def(
+      "gpu_pci_bus_ids",
+      []() {
+        std::vector<std::string> ids;
+#ifdef ZARRFLOW_HAVE_CUDA
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess) {
+          cudaGetLastError();  // no driver or no GPU: none
+          n = 0;
+        }
+        for (int d = 0; d < n; ++d) {
+          char id[32] = {};
+          if (cudaDeviceGetPCIBusId(id, sizeof(id), d) != cudaSuccess) {
+            cudaGetLastError();
+            return std::vector<std::string>{};  // an incomplete list would misnumber the GPUs
+          }
+          ids.emplace_back(id);
+        }
+#endif
+        return ids;
+      },
+      "PCI bus ids of the visible CUDA GPUs, in CUDA's device order (none without CUDA).");
+  m.def(
       "cuda_build_info",
       []() {
         nb::dict d;

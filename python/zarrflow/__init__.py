@@ -19,7 +19,7 @@ from ._gpu import (
     release_memory,
     set_gpu_memory_limit,
 )
-from ._threads import set_num_threads
+from ._threads import set_num_threads, thread_info
 from .loader import (
     DatasetSpec,
     Loader,
@@ -53,6 +53,7 @@ __all__ = [
     "open_array",
     "open_group",
     "set_num_threads",
+    "thread_info",
     "Tensor",
     "Loader",
     "DatasetSpec",

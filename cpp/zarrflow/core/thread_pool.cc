@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #ifdef __linux__
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,9 +32,28 @@ void lower_priority(int delta) {
 #endif
 }
 
+// Keeps the calling thread on `cpus`; "" on success (or nothing asked), else why not.
+std::string keep_on_cpus(const std::vector<int>& cpus) {
+  if (cpus.empty()) return "";
+#ifdef __linux__
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) {
+    if (c < 0 || c >= CPU_SETSIZE) return "CPU " + std::to_string(c) + " is out of range";
+    CPU_SET(c, &set);
+  }
+  if (sched_setaffinity(0, sizeof(set), &set) != 0)
+    return std::string("sched_setaffinity: ") + std::strerror(errno);
+  return "";
+#else
+  return "CPU placement needs Linux";
+#endif
+}
+
 }  // namespace
 
-ThreadPool::ThreadPool(std::size_t num_threads, int nice) : nice_(std::max(0, nice)) {
+ThreadPool::ThreadPool(std::size_t num_threads, int nice, std::vector<int> cpus)
+    : nice_(std::max(0, nice)), cpus_(std::move(cpus)) {
   if (num_threads == 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
   requested_ = num_threads;
   // std::thread throws std::system_error when the kernel refuses a thread (EAGAIN: pids limit,
@@ -80,8 +102,17 @@ void ThreadPool::submit(std::function<void()> fn) {
   cv_.notify_one();
 }
 
+std::string ThreadPool::cpu_error() const {
+  std::lock_guard lock(mu_);
+  return cpu_error_;
+}
+
 void ThreadPool::worker_loop() {
   lower_priority(nice_);
+  if (std::string err = keep_on_cpus(cpus_); !err.empty()) {
+    std::lock_guard lock(mu_);
+    if (cpu_error_.empty()) cpu_error_ = std::move(err);
+  }
   for (;;) {
     std::function<void()> job;
     {

@@ -16,6 +16,10 @@
 // Fork: a child forked while the pool ran keeps the pool without threads: everything runs on the
 // calling thread.
 // Lifetime: the pool joins its threads on destruction; it must outlive every call into it.
+// CPU placement: a pool given `cpus` keeps its threads on those CPUs (Linux; a refusal, e.g. a
+// CPU outside the process's cgroup, leaves a thread where it was and cpu_error() says why). A
+// loader's rank then decodes on the CPUs next to its GPU instead of every rank's threads
+// spreading over every socket.
 // Thread-safety: all methods may be called from any thread, including pool threads.
 #pragma once
 
@@ -38,7 +42,8 @@ class ThreadPool {
   // `num_threads` == 0 means std::thread::hardware_concurrency(). `nice` > 0 lowers the pool
   // threads' scheduling priority by that much (Linux niceness; elsewhere ignored): decoding for
   // a loader then yields the cores to the thread that drives the GPU when both want one.
-  explicit ThreadPool(std::size_t num_threads = 0, int nice = 0);
+  // `cpus` (CPU numbers; empty = wherever the scheduler puts them) bounds where the threads run.
+  explicit ThreadPool(std::size_t num_threads = 0, int nice = 0, std::vector<int> cpus = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -49,6 +54,9 @@ class ThreadPool {
   // Why size() < requested(): the error starting the next thread gave; "" when all started.
   [[nodiscard]] const std::string& start_error() const { return start_error_; }
   [[nodiscard]] int nice() const { return nice_; }
+  [[nodiscard]] const std::vector<int>& cpus() const { return cpus_; }
+  // Why a thread could not be kept on cpus() (the first refusal); "" when none was refused.
+  [[nodiscard]] std::string cpu_error() const;
   // Submitted jobs that ended by throwing (the exception is dropped there, not propagated).
   [[nodiscard]] std::size_t failed_jobs() const { return failed_jobs_.load(); }
 
@@ -70,13 +78,15 @@ class ThreadPool {
   std::size_t requested_ = 0;
   std::string start_error_;
   int nice_ = 0;
+  std::vector<int> cpus_;
+  std::string cpu_error_;  // guarded by mu_
   std::atomic<std::size_t> failed_jobs_{0};
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
   // Last: registered (and so seen by the fork handlers) only while the members above exist.
-  ForkSafeMutex mu_{[this] { forget_threads_after_fork(); }};
+  mutable ForkSafeMutex mu_{[this] { forget_threads_after_fork(); }};
 };
 
 // Runs fn(0..n-1) on `pool`, or serially on the caller when pool is null (exceptions from fn

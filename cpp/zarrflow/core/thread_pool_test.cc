@@ -15,6 +15,7 @@
 
 #ifdef __linux__
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -53,6 +54,47 @@ TEST(ThreadPool, NiceLowersOnlyThePoolThreads) {
   EXPECT_EQ(on(nice), std::min(19, caller + 4));
   EXPECT_EQ(on(plain), caller);
   EXPECT_EQ(thread_niceness(), caller);  // the caller keeps its priority
+}
+
+// The CPUs the calling thread may run on.
+std::vector<int> thread_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
+std::vector<int> cpus_of_a_pool_thread(ThreadPool& pool) {
+  std::promise<std::vector<int>> p;
+  auto f = p.get_future();
+  pool.submit([&p] { p.set_value(thread_cpus()); });
+  return f.get();
+}
+
+TEST(ThreadPool, CpusKeepOnlyThePoolThreadsThere) {
+  const std::vector<int> caller = thread_cpus();
+  ASSERT_FALSE(caller.empty());
+  const std::vector<int> one{caller.back()};
+  ThreadPool placed(2, 0, one), free(1);
+  EXPECT_EQ(placed.cpus(), one);
+  EXPECT_EQ(cpus_of_a_pool_thread(placed), one);
+  EXPECT_EQ(placed.cpu_error(), "");
+  EXPECT_EQ(cpus_of_a_pool_thread(free), caller);
+  EXPECT_EQ(thread_cpus(), caller);  // the caller stays where it was
+}
+
+TEST(ThreadPool, CpusRefusedLeaveTheThreadsWorkingAndSayWhy) {
+  const std::vector<int> caller = thread_cpus();
+  ThreadPool out_of_range(1, 0, {CPU_SETSIZE + 5});
+  EXPECT_EQ(cpus_of_a_pool_thread(out_of_range), caller);
+  EXPECT_NE(out_of_range.cpu_error().find("out of range"), std::string::npos);
+  // A CPU this process may not use (beyond the machine's): the kernel refuses the whole set.
+  ThreadPool absent(1, 0, {CPU_SETSIZE - 1});
+  EXPECT_EQ(cpus_of_a_pool_thread(absent), caller);
+  EXPECT_NE(absent.cpu_error().find("sched_setaffinity"), std::string::npos);
 }
 #endif
 

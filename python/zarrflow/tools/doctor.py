@@ -15,7 +15,7 @@ import platform
 import sys
 from importlib import metadata
 
-from .. import __version__, _core, _gpu, _threads
+from .. import __version__, _core, _gpu, _placement, _threads
 
 
 def arch_summary(archs: list[str]) -> str:
@@ -54,18 +54,22 @@ def _thread_line() -> str:
     try:
         threads = _threads.default_threads()
         nice = _threads.default_nice()
+        placed = _threads.placement()
     except ValueError as e:
         return f"threads: off because {e}"
     env = os.environ.get("ZARRFLOW_NUM_THREADS")
     if env:
         why = "ZARRFLOW_NUM_THREADS"
+    elif placed.cpus:
+        why = f"CPUs {_placement.format_cpu_list(placed.cpus)}: {placed.reason}"
     else:
         cpus = _threads._cpu_count()
         ranks = _threads._local_ranks()
         why = f"{cpus} CPUs this process may use"
         if ranks > 1 and cpus >= (os.cpu_count() or cpus):
             why += f" / LOCAL_WORLD_SIZE {ranks}"
-    return f"threads: {threads} decoding threads ({why}), nice +{nice}"
+    where = "" if placed.cpus or env else f"; placed by the scheduler: {placed.reason}"
+    return f"threads: {threads} decoding threads ({why}), nice +{nice}{where}"
 
 
 def _memory_line() -> str:
