@@ -24,11 +24,6 @@ def fake_sys(root: Path, nodes: dict[str, str | None]) -> Path:
         dev.mkdir(parents=True)
         if cpulist is not None:
             (dev / "local_cpulist").write_text(cpulist + "\n")
-    for cpu in range(64):
-        topo = root / f"devices/system/cpu/cpu{cpu}/topology"
-        topo.mkdir(parents=True)
-        (topo / "physical_package_id").write_text(str(cpu % 32 // 16))
-        (topo / "core_id").write_text(str(cpu % 16))
     return root
 
 
@@ -61,28 +56,34 @@ def test_cuda_bus_ids_become_sysfs_names():
     assert _placement.sysfs_bus_id("0000:c1:00.1") == "0000:c1:00.1"
 
 
-def test_four_ranks_split_two_nodes_by_whole_cores(node):
-    got = [node(r).cpus for r in range(4)]
-    assert _placement.format_cpu_list(got[0]) == "0-7,32-39"  # cores 0-7 and their siblings
-    assert _placement.format_cpu_list(got[1]) == "8-15,40-47"
-    assert _placement.format_cpu_list(got[2]) == "16-23,48-55"
-    assert _placement.format_cpu_list(got[3]) == "24-31,56-63"
-    assert "GPU 2's NUMA node (CPUs 16-31,48-63), shared by 2 of 4 local ranks" in node(2).reason
+def test_ranks_share_the_node_of_their_gpu(node):
+    got = [node(r) for r in range(4)]
+    assert [_placement.format_cpu_list(p.cpus) for p in got] == [NODE0, NODE0, NODE1, NODE1]
+    assert [p.threads for p in got] == [16, 16, 16, 16]  # 32 CPUs per node, two ranks each
+    assert "GPU 2's NUMA node (CPUs 16-31,48-63), shared with 1 other local rank(s)" in got[2].reason
 
 
 def test_two_ranks_on_two_nodes_take_a_node_each(node):
     # GPUs 0 and 2 visible (CUDA_VISIBLE_DEVICES=0,2): one rank per socket.
     two = [BUS[0], BUS[2]]
-    assert _placement.format_cpu_list(node(0, 2, two).cpus) == NODE0
-    assert _placement.format_cpu_list(node(1, 2, two).cpus) == NODE1
+    assert [(_placement.format_cpu_list(p.cpus), p.threads) for p in (node(0, 2, two), node(1, 2, two))] \
+        == [(NODE0, 32), (NODE1, 32)]
 
 
-def test_more_ranks_than_cores_share_them(node, monkeypatch):
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 32}, raising=False)
+def test_more_ranks_than_cpus_get_a_thread_each(node, monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 16}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    # Three ranks on one GPU, two CPUs (one core) for them: each gets one, the third shares.
-    got = [node(r, 3, BUS[:1]).cpus for r in range(3)]
-    assert got == [(0,), (32,), (0,)]
+    # Three ranks on GPU 0, whose node has one of the two CPUs this process may use.
+    got = [node(r, 3, BUS[:1]) for r in range(3)]
+    assert all(p.cpus == (0,) and p.threads == 1 for p in got)
+
+
+def test_one_numa_node_for_every_gpu_is_left_to_the_scheduler(tmp_path, monkeypatch, node):
+    root = fake_sys(tmp_path / "vm", {b: "0-63" for b in BUS})
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    placed = _placement.choose(BUS, root)
+    assert placed.cpus is None and "one NUMA node (CPUs 0-63)" in placed.reason
 
 
 def test_one_process_is_left_to_the_scheduler(node):
@@ -120,6 +121,8 @@ def test_the_default_pool_has_a_thread_per_placed_cpu(monkeypatch):
     monkeypatch.delenv("ZARRFLOW_NUM_THREADS", raising=False)
     monkeypatch.setattr(_threads, "_placed", _placement.Placement((0, 1, 2), "test"))
     assert _threads.default_threads() == 3
+    monkeypatch.setattr(_threads, "_placed", _placement.Placement((0, 1, 2, 3), "test", 2))
+    assert _threads.default_threads() == 2  # the rank's share of its node
     monkeypatch.setenv("ZARRFLOW_NUM_THREADS", "5")  # the thread count override still wins
     assert _threads.default_threads() == 5
 

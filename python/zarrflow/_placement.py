@@ -1,16 +1,17 @@
-"""Where a rank's decoding threads run: on the CPUs next to its GPU, shared with the other local
-ranks whose GPUs hang off the same NUMA node.
+"""Where a rank's decoding threads run: on the CPUs of its GPU's NUMA node.
 
-torchrun starts one process per GPU. Left alone, every rank's pool spreads over every socket: its
-threads stage chunks into pinned memory across the link between sockets, and compete with the
-other ranks' threads for the same cores. ``ZARRFLOW_THREAD_CPUS`` says what to do:
+torchrun starts one process per GPU. On a machine of several NUMA nodes (sockets), a rank whose
+threads spread over every node stages chunks into pinned memory across the link between them.
+``ZARRFLOW_THREAD_CPUS`` says what to do:
 
-- ``auto`` (default): with more than one local rank (``LOCAL_WORLD_SIZE``), each keeps its pool
-  on the CPUs of its GPU's NUMA node (``/sys/bus/pci/devices/<GPU>/local_cpulist``), divided
-  among the local ranks whose GPUs share that node, whole cores to each (hyperthread siblings
-  stay together). A process already bound to fewer CPUs than the machine has (Slurm, numactl,
-  torchrun's NUMA binding) keeps its binding; one rank alone, or a GPU without NUMA information,
-  leaves the threads to the scheduler.
+- ``auto`` (default): with more than one local rank (``LOCAL_WORLD_SIZE``) and GPUs on different
+  NUMA nodes, each rank keeps its pool on the CPUs of its GPU's node
+  (``/sys/bus/pci/devices/<GPU>/local_cpulist``), shared with the local ranks whose GPUs are on
+  the same node: one thread per CPU of the node divided by those ranks. Within a node the
+  scheduler places them: disjoint per-rank CPU sets cost 5% of four loaders' throughput on a
+  one-node machine (docs/performance.md). One NUMA node, one rank alone, a GPU without NUMA
+  information, or a process already bound to fewer CPUs than the machine has (Slurm, numactl,
+  torchrun's NUMA binding) leave the threads where they are.
 - ``none``: the threads run wherever the scheduler puts them.
 - a CPU list such as ``0-15,64-79``: the threads run there.
 
@@ -32,6 +33,7 @@ ENV = "ZARRFLOW_THREAD_CPUS"
 class Placement:
     cpus: tuple[int, ...] | None  # None: wherever the scheduler puts the threads
     reason: str
+    threads: int | None = None  # this rank's share of those CPUs; None: one per CPU
 
 
 def parse_cpu_list(text: str) -> list[int]:
@@ -83,27 +85,6 @@ def gpu_local_cpus(cuda_bus_id: str, sys_root: Path) -> list[int] | None:
         return None
 
 
-def core_of(cpu: int, sys_root: Path) -> tuple[int, int]:
-    """(package, core) of a CPU, so hyperthread siblings sort together; (0, cpu) if unknown."""
-    topo = sys_root / f"devices/system/cpu/cpu{cpu}/topology"
-    try:
-        return (int((topo / "physical_package_id").read_text()), int((topo / "core_id").read_text()))
-    except (OSError, ValueError):
-        return (0, cpu)
-
-
-def share_of(cpus: list[int], part: int, parts: int, sys_root: Path) -> list[int]:
-    """Part ``part`` of ``parts`` of ``cpus``: whole cores, contiguous, as even as can be."""
-    cores: dict[tuple[int, int], list[int]] = {}
-    for c in sorted(cpus, key=lambda c: (core_of(c, sys_root), c)):
-        cores.setdefault(core_of(c, sys_root), []).append(c)
-    units = list(cores.values()) if len(cores) >= parts else [[c] for c in sorted(cpus)]
-    if len(units) < parts:  # fewer CPUs than ranks: ranks share them
-        return units[part % len(units)]
-    lo, hi = part * len(units) // parts, (part + 1) * len(units) // parts
-    return sorted(c for unit in units[lo:hi] for c in unit)
-
-
 def current_gpu(local_rank: int, gpus: int) -> int:
     torch = sys.modules.get("torch")
     try:
@@ -143,16 +124,16 @@ def choose(bus_ids: list[str], sys_root: Path = Path("/sys")) -> Placement:
     if not bus_ids:
         return Placement(None, f"{ranks} local ranks, no GPU visible")
     rank = min(max(0, _int_env("LOCAL_RANK", 0)), ranks - 1)
+    allowed = set(mine)
     node_of = [gpu_local_cpus(bus_ids[r % len(bus_ids)], sys_root) for r in range(ranks)]
+    node_of = [None if n is None else tuple(c for c in n if c in allowed) or None for n in node_of]
     gpu = current_gpu(rank, len(bus_ids))
     node = gpu_local_cpus(bus_ids[gpu], sys_root)
+    node = None if node is None else tuple(c for c in node if c in allowed) or None
     if node is None:
         return Placement(None, f"GPU {gpu} has no NUMA information")
-    node = [c for c in node if c in set(mine)]
-    if not node:
-        return Placement(None, f"GPU {gpu}'s NUMA node has none of this process's CPUs")
-    peers = [r for r in range(ranks) if node_of[r] is not None and set(node_of[r]) & set(node)]
-    part = peers.index(rank) if rank in peers else 0
-    cpus = share_of(node, part, max(1, len(peers)), sys_root)
-    return Placement(tuple(cpus), f"GPU {gpu}'s NUMA node (CPUs {format_cpu_list(node)}), "
-                                  f"shared by {len(peers)} of {ranks} local ranks")
+    if set(node) == allowed:
+        return Placement(None, f"one NUMA node (CPUs {format_cpu_list(node)}) for all GPUs")
+    peers = sum(1 for n in node_of if n is not None and set(n) == set(node)) or 1
+    return Placement(node, f"GPU {gpu}'s NUMA node (CPUs {format_cpu_list(node)}), shared with "
+                           f"{peers - 1} other local rank(s)", max(1, len(node) // peers))
