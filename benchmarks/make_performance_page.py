@@ -91,6 +91,7 @@ def plots(results: Path) -> list[Path]:
     import bench_rechunk
     import bench_remote
     import plot_loader
+    import plot_node
     import plot_train
 
     def load(name: str) -> dict:
@@ -109,6 +110,8 @@ def plots(results: Path) -> list[Path]:
         "bench_rechunk.png": lambda p: bench_rechunk.plot(
             [load("bench_rechunk_16cores.json"), load("bench_rechunk_2cores.json")], p),
         "bench_remote.png": lambda p: bench_remote.plot(load("bench_remote.json"), p),
+        "node_and_split_h100.png": lambda p: plot_node.plot(
+            *[load(n) for n in performance_tables.NODE_PLOT_FILES], p),
     }
     if (results / performance_tables.SM_COST).exists():
         drawn["bench_sm_cost.png"] = lambda p: bench_sm_cost.plot(load(performance_tables.SM_COST), p)

@@ -194,8 +194,6 @@ def gpu_values(results: Path) -> Values:
                                   for c in compressed), lambda x: f"{100 * x:.0f}", "%"),
         "gpu_cost_zarrflow": cost["zarrflow-gpu"], "gpu_cost_tensorstore": cost["tensorstore+copy"],
         "gpu_cost_zarr": cost["zarr-python"],
-        "gpu_decode_stage": ", ".join(f"{codec_name(c)} {rate(warm[(c, 'zarrflow-gpu')]['gpu_decode_GBps'])}"
-                                      for c in codecs if warm[(c, "zarrflow-gpu")].get("gpu_decode_GBps")),
     }
 
 
@@ -410,27 +408,95 @@ def training_rows(res: dict, label: str) -> list[list[str]]:
 def training_values(results: Path) -> Values:
     files = {name: load(results, name) for name in TRAIN_FILES}
     rows = [row for name, label in TRAIN_FILES.items() for row in training_rows(files[name], label)]
-    zstd = files["train_unet_71ch_zstd_h100.json"]
-    run = next(r for r in zstd["runs"] if r["loader_stats"])
-    decoded_per_batch_byte = 2 if zstd["bf16"] else 1  # float32 decoded into bf16 batches
-    batch_gb = (run["loader_stats"]["batch_bytes"] / run["loader_stats"]["batches"]
-                * decoded_per_batch_byte / 1e9)
-    step_s = zstd["batch_size"] / zstd["synthetic_samples_per_s_mean"]
-    gpu = load(results, "bench_gpu_h100.json")
-    gpu_zstd = next(r["gpu_decode_GBps"] for r in gpu["runs"] if r["codec"] == "zstd-3"
-                    and r["reader"] == "zarrflow-gpu" and r["cache"] == "warm")
-    host = load(results, "bench_read_16cores.json")
-    host_zstd = next(r["GBps"] for r in host["runs"] if r["codec"] == "zstd-3" and r["reader"] == "zarrflow")
     devices = {f["device"] for f in files.values()}
     return {
         "train_table": table(["store", "GPUs", "synthetic samples/s", "zarrflow samples/s",
                               "waiting", "real/synthetic"], rows),
-        "train_device": ", ".join(sorted(devices)), "train_batch": str(zstd["batch_size"]),
+        "train_device": ", ".join(sorted(devices)),
+        "train_batch": str(files["train_unet_6ch_h100.json"]["batch_size"]),
         "train_date": max(f["date"] for f in files.values()),
-        "train_zstd_batch_gb": f"{batch_gb:.1f}", "train_zstd_step_ms": f"{1e3 * step_s:.0f}",
-        "train_zstd_gpu_share": percent(batch_gb / gpu_zstd / step_s), "train_gpu_zstd": rate(gpu_zstd),
-        "train_host_zstd": rate(host_zstd), "train_host_cores": str(host["cores_visible"]),
-        "train_host_share": percent(host_zstd * step_s / batch_gb),
+    }
+
+
+# --- who decodes: the host/GPU split at 71 compressed channels -------------------------------------
+SPLIT = "train_unet_71ch_zstd_split_h100.json"
+SPLIT_RUNS = {"zarrflow-gpu@0": "all chunks decoded on the GPU", "zarrflow-gpu@1": "all on the host",
+              "zarrflow-gpu": "default (`host_decode_share=\"auto\"`)",
+              "zarrflow-gpu@best": "the best split of the two costs"}
+
+
+def _step_ms(res: dict, run: dict) -> str:
+    return f"{1e3 * res['batch_size'] / run['samples_per_s']:.0f}"
+
+
+def split_values(results: Path) -> Values:
+    res = load(results, SPLIT)
+    runs = {r["run"]: r for r in res["runs"]}
+    rows = []
+    for name, label in SPLIT_RUNS.items():
+        r = runs[name]
+        share = r.get("host_decode_share", r["loader_stats"]["host_decode_share"])
+        rows.append([label, f"{share:.2f}", f"{r['samples_per_s']:.1f}", _step_ms(res, r),
+                     f"{100 * r['data_wait_fraction']:.1f}%", f"{r['real_over_synthetic']:.3f}"])
+    c = res["split_ceiling"]
+    rows.append(["ceiling of that split (decode_split.py)", f"{c['host_share']:.2f}",
+                 f"{c['samples_per_s']:.1f}", f"{1e3 * res['batch_size'] / c['samples_per_s']:.0f}",
+                 "", f"{c['real_over_synthetic']:.3f}"])
+    synth = [r for r in res["runs"] if r["run"] == "synthetic"]
+    gpu = runs["zarrflow-gpu@0"]["loader_stats"]
+    best = max(runs[n]["real_over_synthetic"] for n in SPLIT_RUNS)
+    return {
+        "split_table": table(["decoding", "host share", "samples/s", "step ms", "waiting",
+                              "real/synthetic"], rows),
+        "split_device": res["device"], "split_date": res["date"],
+        "split_synthetic": " / ".join(f"{r['samples_per_s']:.1f}" for r in synth),
+        "split_synthetic_ms": _step_ms(res, synth[0]),
+        "split_pieces": f"{gpu['internal_batches'] / gpu['batches']:.1f}",
+        "split_piece_ms": f"{gpu['decode_ms'] / gpu['internal_batches']:.0f}",
+        "split_best_of_ceiling": f"{best / c['real_over_synthetic']:.2f}",
+    }
+
+
+# --- four GPUs of one node ---------------------------------------------------------------------------
+NODE = {"ceil1": "node_ceiling_1xh100.json", "ceil4": "node_ceiling_4xh100.json",
+        "loader1": "loader_6ch_1of4xh100.json", "loader4": "loader_6ch_4xh100.json",
+        "ddp": "train_unet_6ch_4xh100_ddp_parts.json"}
+NODE_PLOT_FILES = (*(NODE[k] for k in ("ceil1", "ceil4", "loader1", "loader4", "ddp")), SPLIT)
+DDP_RUNS = {"zarrflow-gpu": "default", "zarrflow-gpu@0": "all chunks decoded on the GPU",
+            "zarrflow-gpu@1": "all on the host",
+            "synthetic+zarrflow-gpu": "synthetic batches, the default loader running beside"}
+
+
+def _stored_GBps(res: dict) -> float:
+    """Stored GB/s a loader-only run moved on all ranks: rank 0's stored bytes per sample."""
+    st = res["runs"][0]["loader_stats"]
+    return res["runs"][0]["samples_per_s"] * st["stored_bytes"] / st["samples"] / 1e9
+
+
+def node_values(results: Path) -> Values:
+    f = {k: load(results, name) for k, name in NODE.items()}
+    l1, l4 = f["loader1"]["runs"][0]["samples_per_s"], f["loader4"]["runs"][0]["samples_per_s"]
+    s1, s4 = _stored_GBps(f["loader1"]), _stored_GBps(f["loader4"])
+    c1, c4 = f["ceil1"], f["ceil4"]
+    rows = [["host staging, stored GB/s (every GPU at once)", rate(c1["staging_GBps"]),
+             rate(c4["staging_GBps"]), f"{c4['staging_GBps'] / c1['staging_GBps']:.2f}×"],
+            ["pinned H2D copies, GB/s", rate(c1["h2d_GBps"]), rate(c4["h2d_GBps"]),
+             f"{c4['h2d_GBps'] / c1['h2d_GBps']:.2f}×"],
+            ["Loader alone, samples/s (stored GB/s)", f"{l1:.0f} ({rate(s1)})",
+             f"{l4:.0f} ({rate(s4)})", f"{l4 / l1:.2f}×"]]
+    ddp = f["ddp"]
+    runs = {r["run"]: r for r in ddp["runs"]}
+    synth = [r["samples_per_s"] for r in ddp["runs"] if r["run"] == "synthetic"]
+    drows = [[label, f"{runs[n]['samples_per_s']:.1f}", f"{100 * runs[n]['data_wait_fraction']:.1f}%",
+               f"{runs[n]['real_over_synthetic']:.3f}"] for n, label in DDP_RUNS.items()]
+    cpus = [p["cpus"] for p in ddp["thread_placement"]]
+    return {
+        "node_table": table(["", "1 GPU", "4 GPUs", "4 ÷ 1"], rows),
+        "node_ddp_table": table(["loader", "samples/s", "waiting", "real/synthetic"], drows),
+        "node_date": ddp["date"], "node_device": ddp["device"],
+        "node_of_ceiling": f"{s4 / c4['staging_GBps']:.2f}",
+        "node_ddp_synthetic": " / ".join(f"{x:.1f}" for x in synth),
+        "node_ddp_cpus": ", ".join(cpus) if all(cpus) else "left to the scheduler",
     }
 
 
@@ -488,7 +554,8 @@ def remote_values(results: Path) -> Values:
 
 
 SECTIONS = (realism_values, read_values, numcodecs_values, gpu_values, loader_values,
-            ceilings_values, sm_cost_values, training_values, rechunk_values, remote_values)
+            ceilings_values, sm_cost_values, training_values, split_values, node_values,
+            rechunk_values, remote_values)
 
 
 def all_values(results: Path) -> Values:
