@@ -39,7 +39,7 @@ def node(monkeypatch, tmp_path):
     def rank(r: int, ranks: int = 4, bus=BUS) -> _placement.Placement:
         monkeypatch.setenv("LOCAL_WORLD_SIZE", str(ranks))
         monkeypatch.setenv("LOCAL_RANK", str(r))
-        return _placement.choose(bus, root)
+        return _placement.choose(lambda: bus, root)
     return rank
 
 
@@ -82,7 +82,7 @@ def test_one_numa_node_for_every_gpu_is_left_to_the_scheduler(tmp_path, monkeypa
     root = fake_sys(tmp_path / "vm", {b: "0-63" for b in BUS})
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
     monkeypatch.setenv("LOCAL_RANK", "3")
-    placed = _placement.choose(BUS, root)
+    placed = _placement.choose(lambda: BUS, root)
     assert placed.cpus is None and "one NUMA node (CPUs 0-63)" in placed.reason
 
 
@@ -101,9 +101,9 @@ def test_a_gpu_without_numa_information_is_left_to_the_scheduler(tmp_path, monke
     root = fake_sys(tmp_path / "other", {BUS[0]: None, BUS[1]: None})
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     monkeypatch.setenv("LOCAL_RANK", "1")
-    placed = _placement.choose(BUS[:2], root)
+    placed = _placement.choose(lambda: BUS[:2], root)
     assert placed.cpus is None and "GPU 1 has no NUMA information" in placed.reason
-    placed = _placement.choose([], root)
+    placed = _placement.choose(lambda: [], root)
     assert placed.cpus is None and "no GPU visible" in placed.reason
 
 
@@ -149,3 +149,11 @@ def test_an_executor_keeps_its_threads_on_its_cpus():
     assert ex.cpu_error == ""
     info = _threads.thread_info()
     assert info["threads"] >= 1 and "placement" in info
+
+
+def test_one_process_never_asks_for_the_gpus(node, monkeypatch):
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")
+
+    def gpus():
+        raise AssertionError("CUDA queried for a process alone")
+    assert _placement.choose(gpus).cpus is None

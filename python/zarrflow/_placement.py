@@ -25,6 +25,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 ENV = "ZARRFLOW_THREAD_CPUS"
 
@@ -102,8 +103,10 @@ def _int_env(name: str, default: int) -> int:
         return default
 
 
-def choose(bus_ids: list[str], sys_root: Path = Path("/sys")) -> Placement:
-    """The placement of this process's default pool, for GPUs with these CUDA PCI bus ids."""
+def choose(gpus: Callable[[], list[str]], sys_root: Path = Path("/sys")) -> Placement:
+    """The placement of this process's default pool. ``gpus`` gives the visible GPUs' CUDA PCI
+    bus ids; it is called only with several local ranks, so that a process alone never
+    initialises CUDA for it."""
     setting = os.environ.get(ENV, "auto").strip() or "auto"
     if setting == "none":
         return Placement(None, f"{ENV}=none")
@@ -121,6 +124,7 @@ def choose(bus_ids: list[str], sys_root: Path = Path("/sys")) -> Placement:
     ranks = max(1, _int_env("LOCAL_WORLD_SIZE", 1))
     if ranks == 1:
         return Placement(None, "one process on this node")
+    bus_ids = gpus()
     if not bus_ids:
         return Placement(None, f"{ranks} local ranks, no GPU visible")
     rank = min(max(0, _int_env("LOCAL_RANK", 0)), ranks - 1)

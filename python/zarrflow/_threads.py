@@ -58,7 +58,7 @@ def placement() -> _placement.Placement:
     """Where the default pool's threads run (chosen once per process)."""
     global _placed
     if _placed is None:
-        _placed = _placement.choose(_gpu_bus_ids())
+        _placed = _placement.choose(_gpu_bus_ids)
     return _placed
 
 

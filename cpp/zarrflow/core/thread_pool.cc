@@ -9,6 +9,7 @@
 #include <string>
 
 #ifdef __linux__
+#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -32,8 +33,8 @@ void lower_priority(int delta) {
 #endif
 }
 
-// Keeps the calling thread on `cpus`; "" on success (or nothing asked), else why not.
-std::string keep_on_cpus(const std::vector<int>& cpus) {
+// Keeps thread `t` on `cpus`; "" on success (or nothing asked), else why not.
+std::string keep_on_cpus(std::thread& t, const std::vector<int>& cpus) {
   if (cpus.empty()) return "";
 #ifdef __linux__
   cpu_set_t set;
@@ -42,10 +43,11 @@ std::string keep_on_cpus(const std::vector<int>& cpus) {
     if (c < 0 || c >= CPU_SETSIZE) return "CPU " + std::to_string(c) + " is out of range";
     CPU_SET(c, &set);
   }
-  if (sched_setaffinity(0, sizeof(set), &set) != 0)
-    return std::string("sched_setaffinity: ") + std::strerror(errno);
+  if (const int rc = pthread_setaffinity_np(t.native_handle(), sizeof(set), &set); rc != 0)
+    return std::string("pthread_setaffinity_np: ") + std::strerror(rc);
   return "";
 #else
+  (void)t;
   return "CPU placement needs Linux";
 #endif
 }
@@ -61,7 +63,11 @@ ThreadPool::ThreadPool(std::size_t num_threads, int nice, std::vector<int> cpus)
   // way the pool keeps the threads it has.
   try {
     threads_.reserve(num_threads);
-    for (std::size_t i = 0; i < num_threads; ++i) threads_.emplace_back([this] { worker_loop(); });
+    for (std::size_t i = 0; i < num_threads; ++i) {
+      threads_.emplace_back([this] { worker_loop(); });
+      if (std::string err = keep_on_cpus(threads_.back(), cpus_); cpu_error_.empty())
+        cpu_error_ = std::move(err);
+    }
   } catch (const std::exception& e) {
     start_error_ = e.what();
     if (start_error_.empty()) start_error_ = "thread creation failed";
@@ -102,17 +108,8 @@ void ThreadPool::submit(std::function<void()> fn) {
   cv_.notify_one();
 }
 
-std::string ThreadPool::cpu_error() const {
-  std::lock_guard lock(mu_);
-  return cpu_error_;
-}
-
 void ThreadPool::worker_loop() {
   lower_priority(nice_);
-  if (std::string err = keep_on_cpus(cpus_); !err.empty()) {
-    std::lock_guard lock(mu_);
-    if (cpu_error_.empty()) cpu_error_ = std::move(err);
-  }
   for (;;) {
     std::function<void()> job;
     {

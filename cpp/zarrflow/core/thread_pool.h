@@ -56,7 +56,7 @@ class ThreadPool {
   [[nodiscard]] int nice() const { return nice_; }
   [[nodiscard]] const std::vector<int>& cpus() const { return cpus_; }
   // Why a thread could not be kept on cpus() (the first refusal); "" when none was refused.
-  [[nodiscard]] std::string cpu_error() const;
+  [[nodiscard]] const std::string& cpu_error() const { return cpu_error_; }
   // Submitted jobs that ended by throwing (the exception is dropped there, not propagated).
   [[nodiscard]] std::size_t failed_jobs() const { return failed_jobs_.load(); }
 
@@ -79,14 +79,14 @@ class ThreadPool {
   std::string start_error_;
   int nice_ = 0;
   std::vector<int> cpus_;
-  std::string cpu_error_;  // guarded by mu_
+  std::string cpu_error_;
   std::atomic<std::size_t> failed_jobs_{0};
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
   // Last: registered (and so seen by the fork handlers) only while the members above exist.
-  mutable ForkSafeMutex mu_{[this] { forget_threads_after_fork(); }};
+  ForkSafeMutex mu_{[this] { forget_threads_after_fork(); }};
 };
 
 // Runs fn(0..n-1) on `pool`, or serially on the caller when pool is null (exceptions from fn
