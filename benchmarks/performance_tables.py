@@ -495,7 +495,10 @@ def node_values(results: Path) -> Values:
         "node_ddp_table": table(["loader", "samples/s", "waiting", "real/synthetic"], drows),
         "node_date": ddp["date"], "node_device": ddp["device"],
         "node_of_ceiling": f"{s4 / c4['staging_GBps']:.2f}",
+        "node_stored_gb": f"{c4['stored_bytes'] / 1e9:.1f}",
         "node_ddp_synthetic": " / ".join(f"{x:.1f}" for x in synth),
+        "node_host_cost": f"{100 * (1 - runs['synthetic+zarrflow-gpu']['real_over_synthetic']):.1f}%",
+        "node_max_wait": f"{100 * max(runs[n]['data_wait_fraction'] for n in DDP_RUNS):.1f}%",
         "node_ddp_cpus": ", ".join(cpus) if all(cpus) else "left to the scheduler",
     }
 
