@@ -26,7 +26,6 @@ import json
 import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -37,31 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ceilings as cl  # noqa: E402
 
 import zarrflow  # noqa: E402
-
-
-def stage_pass(pieces, offsets, buffer, threads: int, cpus) -> float:
-    """One staging pass on threads kept where zarrflow keeps this rank's decoding threads."""
-    view = memoryview(buffer).cast("B")
-    errors: list[BaseException] = []
-
-    def work(k: int) -> None:
-        try:
-            if cpus:
-                os.sched_setaffinity(0, cpus)  # this thread only
-            for i in range(k, len(pieces), threads):
-                cl._read_into(pieces[i], view[offsets[i]:offsets[i] + pieces[i].length])
-        except BaseException as e:  # noqa: BLE001 (raised in the caller)
-            errors.append(e)
-
-    workers = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
-    t0 = time.perf_counter()
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    if errors:
-        raise errors[0]
-    return time.perf_counter() - t0
 
 
 def together(world: int, fn) -> tuple[float, float]:
@@ -98,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     stored = sum(p.length for p in pieces)
     buffer = cl.pinned_buffer(int(args.buffer_gb * 1e9), dry=False)
     offsets = cl.ring_offsets([p.length for p in pieces], len(memoryview(buffer).cast("B")))
-    stage_pass(pieces, offsets, buffer, threads, cpus)  # untimed
-    staging = [together(world, lambda: stage_pass(pieces, offsets, buffer, threads, cpus))
+    cl.stage_once(pieces, offsets, buffer, threads, cpus)  # untimed
+    staging = [together(world, lambda: cl.stage_once(pieces, offsets, buffer, threads, cpus))
                for _ in range(args.runs)]
 
     n = int(args.h2d_gb * 1e9)

@@ -132,14 +132,18 @@ def _read_into(piece: Piece, dest: memoryview) -> None:
         os.close(fd)
 
 
-def stage_once(pieces: Sequence[Piece], offsets: Sequence[int], buffer, threads: int) -> float:
+def stage_once(pieces: Sequence[Piece], offsets: Sequence[int], buffer, threads: int,
+               cpus: Sequence[int] | None = None) -> float:
     """Seconds for ``threads`` threads to pread every piece into ``buffer`` (a writable byte
-    buffer: pinned memory on a GPU host) at its offset; thread k takes pieces k, k + threads..."""
+    buffer: pinned memory on a GPU host) at its offset; thread k takes pieces k, k + threads...
+    ``cpus``: the CPUs the threads run on (as zarrflow places a rank's decoding threads)."""
     view = memoryview(buffer).cast("B")
     errors: list[BaseException] = []
 
     def work(k: int) -> None:
         try:
+            if cpus:
+                os.sched_setaffinity(0, cpus)  # this thread only
             for i in range(k, len(pieces), threads):
                 _read_into(pieces[i], view[offsets[i]:offsets[i] + pieces[i].length])
         except BaseException as e:  # noqa: BLE001 (raised in the caller's thread)

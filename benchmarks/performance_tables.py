@@ -467,7 +467,7 @@ DDP_RUNS = {"zarrflow-gpu": "default", "zarrflow-gpu@0": "all chunks decoded on 
             "synthetic+zarrflow-gpu": "synthetic batches, the default loader running beside"}
 
 
-def _stored_GBps(res: dict) -> float:
+def loader_stored_GBps(res: dict) -> float:
     """Stored GB/s a loader-only run moved on all ranks: rank 0's stored bytes per sample."""
     st = res["runs"][0]["loader_stats"]
     return res["runs"][0]["samples_per_s"] * st["stored_bytes"] / st["samples"] / 1e9
@@ -476,7 +476,7 @@ def _stored_GBps(res: dict) -> float:
 def node_values(results: Path) -> Values:
     f = {k: load(results, name) for k, name in NODE.items()}
     l1, l4 = f["loader1"]["runs"][0]["samples_per_s"], f["loader4"]["runs"][0]["samples_per_s"]
-    s1, s4 = _stored_GBps(f["loader1"]), _stored_GBps(f["loader4"])
+    s1, s4 = loader_stored_GBps(f["loader1"]), loader_stored_GBps(f["loader4"])
     c1, c4 = f["ceil1"], f["ceil4"]
     rows = [["host staging, stored GB/s (every GPU at once)", rate(c1["staging_GBps"]),
              rate(c4["staging_GBps"]), f"{c4['staging_GBps'] / c1['staging_GBps']:.2f}×"],

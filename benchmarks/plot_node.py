@@ -16,12 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _plotting import pyplot, results_cli  # noqa: E402
-
-
-def loader_stored_GBps(res: dict) -> float:
-    """Stored GB/s of a loader-only run on all its ranks (rank 0's bytes per sample)."""
-    st = res["runs"][0]["loader_stats"]
-    return res["runs"][0]["samples_per_s"] * st["stored_bytes"] / st["samples"] / 1e9
+from performance_tables import loader_stored_GBps  # noqa: E402
 
 
 def _bars(ax, labels, values, colors, fmt) -> None:
