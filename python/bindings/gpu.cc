@@ -247,6 +247,7 @@ nb::dict report_dict(const gpu::DeviceReadReport& report) {
   r["host_cache_hits"] = report.host_cache_hits;
   r["stored_bytes"] = report.stored_bytes;
   r["h2d_bytes"] = report.h2d_bytes;
+  r["h2d_while_read"] = report.h2d_while_read;
   r["direct_reads"] = report.direct_reads;
   r["io"] = report.io;
   r["h2d_ms"] = report.h2d_ms;

@@ -1051,6 +1051,50 @@ TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
   }
 }
 
+// The compressed bytes of the chunks the GPU decodes go up while their piece is read (on the
+// read's copy lane); those the host decodes stay on the host. Same bytes at every share.
+TEST_F(DeviceReadTest, StagedBytesGoUpWhileThePieceIsRead) {
+  std::vector<std::pair<std::string, std::function<Bytes(const Bytes&)>>> cases{
+      {kBloscLz4, [](const Bytes& raw) { return blosc(raw, "lz4", 1, 0); }}};
+  if (Nvcomp::get().ok())
+    cases.emplace_back(R"([{"name": "bytes", "configuration": {"endian": "little"}},
+                         {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
+                       zstd);
+  for (const auto& [codecs, encode] : cases) {
+    SCOPED_TRACE(codecs);
+    const FieldStore fs =
+        field_store(24, codecs, [](int t, int k) { return float((t * 31 + k) % 977); }, encode);
+    const auto owner = open_array(fs.store, "z");
+    ThreadPool pool(4);
+    DeviceReader reader;
+    std::uint64_t all_gpu = 0;
+    for (double share : {0.0, 0.5, 1.0}) {
+      DeviceReadOptions opt;
+      opt.pool = &pool;
+      opt.host_share = share;
+      DeviceReadReport report;
+      const BothReads r =
+          read_on_cpu_and_gpu(*owner, Selection::full({24, kSide, kSide}), reader, opt, &report);
+      ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+      EXPECT_EQ(r.cpu, r.gpu) << "host share " << share;
+      if (share == 0.0) {
+        all_gpu = report.h2d_while_read;
+        EXPECT_EQ(report.gpu_decoded, 24);
+        EXPECT_GE(all_gpu, fs.stored);              // every chunk's bytes,
+        EXPECT_LE(all_gpu, fs.stored + 24 * 4096);  // with at most the slots' padding
+        EXPECT_EQ(report.h2d_bytes, report.h2d_while_read) << "nothing copied twice";
+      } else if (share == 0.5) {
+        EXPECT_GT(report.h2d_while_read, 0u);
+        EXPECT_LT(report.h2d_while_read, all_gpu);
+      } else {
+        EXPECT_EQ(report.h2d_while_read, 0u);
+        EXPECT_EQ(report.gpu_decoded, 0);
+      }
+    }
+    EXPECT_TRUE(reader.stream_lender().idle());
+  }
+}
+
 // The lanes start where the caller's stream is: what the caller queued before the read (here a
 // fill of the destination, behind a 100 ms wait) happens before the read writes it.
 TEST_F(DeviceReadTest, LanesStartWhereTheCallersStreamIs) {

@@ -35,13 +35,27 @@ Status ReadOp::fetch(Batch& b) {
                  " for uncompressed chunks; pread → pinned → H2D "
                  "for the rest";
   }
+  // The GPU-decoded chunks' bytes go up while the rest of the piece is read (staged_uploads.h).
+  StagedUploads uploads(upload_slots(b), kUploadStep);
+  int device = 0;
+  if (uploads.total() > 0) {
+    ZF_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+    ZF_ASSIGN_OR_RETURN(b.d_staging, device_buffer(b.staging.size(), "device staging", b));
+  }
   std::atomic<std::uint64_t> converted_nans{0};
   std::atomic<std::int64_t> direct_reads{0};
   ThreadPool* io =
       b.items.empty() ? opt_.pool : fetch_pool(items_[b.items.front()].arr->store(), opt_.pool);
   ZF_RETURN_IF_ERROR(parallel_for(io, b.items.size(), [&](std::size_t k) -> Status {
-    return fetch_item(items_[b.items[k]], b, cufile, converted_nans, direct_reads);
+    ZF_RETURN_IF_ERROR(fetch_item(items_[b.items[k]], b, cufile, converted_nans, direct_reads));
+    if (uploads.total() == 0) return {};
+    return upload(b, uploads.complete(k), device);
   }));
+  if (uploads.total() > 0) {
+    ZF_ASSIGN_OR_RETURN(b.uploaded, Event::create());
+    ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.uploaded.get(), copy_lane_[0]));
+    b.staged_uploaded = uploads.returned() == uploads.total();
+  }
   report_.direct_reads += direct_reads.load();
   report_.nans += converted_nans.load();
   for (std::size_t idx : b.items) {  // duplicates share their first occurrence's bytes
@@ -53,6 +67,42 @@ Status ReadOp::fetch(Batch& b) {
     if (first.mode == Mode::kFill) it.mode = Mode::kFill;
   }
   count_fetched(b);
+  return {};
+}
+
+// The piece's staging slots in order; those of chunks the GPU decodes go up (StagedUploads).
+std::vector<StagedUploads::Slot> ReadOp::upload_slots(const Batch& b) const {
+  std::vector<StagedUploads::Slot> slots;
+  slots.reserve(b.items.size());
+  std::uint64_t at = 0;
+  for (std::size_t idx : b.items) {
+    const Item& it = items_[idx];
+    const bool slot = !(it.mode == Mode::kFill || it.dup_of >= 0 || it.cached || it.host_tf ||
+                        it.direct);
+    if (slot) at = it.staging_offset;
+    slots.push_back({at, slot ? at + it.stored_size : at, slot && it.mode == Mode::kGpu});
+    if (slot) at += it.stored_size;
+  }
+  return slots;
+}
+
+// Copies staged ranges up on the read's copy lane, from whichever I/O thread completed them
+// (which may not have the read's device current yet).
+Status ReadOp::upload(Batch& b, std::span<const UploadRange> ranges, int device) {
+  if (ranges.empty()) return {};
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current != device)
+    ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  std::uint64_t bytes = 0;
+  for (const UploadRange& r : ranges) {
+    ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.d_staging.data() + r.begin,
+                                            b.staging.data() + r.begin, r.size(),
+                                            cudaMemcpyHostToDevice, copy_lane_[0]));
+    bytes += r.size();
+  }
+  std::lock_guard lock(mu_);
+  report_.h2d_bytes += bytes;
+  report_.h2d_while_read += bytes;
   return {};
 }
 

@@ -42,10 +42,17 @@ Status ReadOp::enqueue(Batch& b) {
 }
 
 Status ReadOp::allocate_device_areas(Batch& b, const OutputLayout& layout) {
-  // Device staging mirrors the pinned staging, at its unshared size (batch_layout.h).
+  // Device staging mirrors the pinned staging, at its unshared size (batch_layout.h); fetch
+  // allocated it already when bytes went up while the piece was read.
   const std::uint64_t staged = layout.any_staged ? std::max(layout.staged, b.staging.size()) : 1;
-  ZF_ASSIGN_OR_RETURN(b.d_staging,
-                      device_buffer(std::max<std::uint64_t>(staged, 1), "device staging", b));
+  if (b.d_staging.capacity() < staged) {
+    if (b.d_staging.capacity() > 0)  // its copies must end before it goes back to the pool
+      ZF_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(b.uploaded.get()));
+    b.d_staging = GpuBuffer{};
+    b.staged_uploaded = false;
+    ZF_ASSIGN_OR_RETURN(b.d_staging,
+                        device_buffer(std::max<std::uint64_t>(staged, 1), "device staging", b));
+  }
   if (layout.out) {
     ZF_ASSIGN_OR_RETURN(b.d_out, device_buffer(layout.out, "decoded chunks", b));
   }
@@ -77,7 +84,9 @@ Status ReadOp::allocate_tables(Batch& b, const JobTables& tables, std::size_t ns
 Status ReadOp::copy_up(Batch& b, const OutputLayout& layout) {
   const cudaStream_t stream = b.stream;
   const std::byte* staged = b.staging.data();
-  if (layout.any_staged) {  // only the GPU-decoded chunks' compressed bytes travel
+  if (b.staged_uploaded) {  // went up while the piece was read (fetch)
+    ZF_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, b.uploaded.get()));
+  } else if (layout.any_staged) {  // only the GPU-decoded chunks' compressed bytes travel
     ZF_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(b.d_staging.data(), staged, layout.staged, cudaMemcpyHostToDevice, stream));
     report_.h2d_bytes += layout.staged;

@@ -13,7 +13,10 @@ Result<GpuBuffer> named(Result<GpuBuffer> r, std::string_view what, const Batch&
 
 ReadOp::~ReadOp() {
   // Errors were reported already, or are sticky.
-  if (!settled_ && (!in_flight_.empty() || filling_)) lanes_.synchronize();
+  if (!settled_ && (!in_flight_.empty() || filling_)) {
+    lanes_.synchronize();
+    copy_lane_.synchronize();
+  }
 }
 
 // Waits for the oldest piece in flight and checks it (its buffers go back to the pools).
@@ -142,6 +145,7 @@ PieceBounds ReadOp::piece_bounds() const {
 Status ReadOp::take_lanes() {
   const int n = programs_.any_nvcomp() ? 1 : streams_;
   ZF_ASSIGN_OR_RETURN(lanes_, lender_.lend(std::size_t(n), opt_.stream));
+  ZF_ASSIGN_OR_RETURN(copy_lane_, lender_.lend(1, opt_.stream));
   return {};
 }
 

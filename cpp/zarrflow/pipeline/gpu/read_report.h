@@ -18,10 +18,13 @@ struct DeviceReadReport {
   std::int64_t host_cache_hits = 0;  // chunks taken from the pinned host cache (no read)
   std::uint64_t stored_bytes = 0;    // compressed bytes read
   std::uint64_t h2d_bytes = 0;       // bytes copied host → device
+  std::uint64_t h2d_while_read = 0;  // of those, compressed bytes copied while their piece was
+                                     // still being read (StagedUploads)
   std::int64_t direct_reads = 0;     // chunks read with O_DIRECT (they were not in the page cache)
   std::string io;                    // "pread → pinned → H2D" or "cuFile (...)"
-  // GPU time by stage, summed over batches (CUDA events on the stream): copies up, decoding
-  // (nvCOMP and zarrflow's kernels), scatter/fill into the destination.
+  // GPU time by stage, summed over batches (CUDA events on the stream): copies up (those not
+  // made while the batch was read), decoding (nvCOMP and zarrflow's kernels), scatter/fill into
+  // the destination.
   double h2d_ms = 0, decode_ms = 0, scatter_ms = 0;
   // The pipeline of internal batches: how many, how long the stream sat idle between one
   // batch's end and the next one's start (waiting for the host), and the host's wall time in
