@@ -129,6 +129,11 @@ HostBlockLayout lay_out_host_blocks(std::vector<Item>& items, std::span<const st
   return total;
 }
 
+bool uploads_while_read(const Item& it) {
+  return it.mode == Mode::kGpu && it.program->codec != GpuCodec::kNone && it.dup_of < 0 &&
+         !it.cached && !it.host_tf && !it.direct;
+}
+
 OutputLayout place_outputs(const std::vector<Item>& items, std::span<const std::size_t> piece,
                            bool gpu_cache) {
   OutputLayout layout;
@@ -150,6 +155,7 @@ OutputLayout place_outputs(const std::vector<Item>& items, std::span<const std::
     const Item& it = items[piece[k]];
     if (it.mode == Mode::kGpu && !it.direct && !it.cached && it.dup_of < 0 &&
         !layout.items[k].copy_up) {
+      layout.items[k].from_staging = true;
       layout.staged = std::max(layout.staged, it.staging_offset + it.stored_size);
       layout.any_staged = true;
     }

@@ -68,11 +68,17 @@ struct HostBlockLayout {
 // into a block of their own.
 HostBlockLayout lay_out_host_blocks(std::vector<Item>& items, std::span<const std::size_t> piece);
 
+// Whether an item's stored bytes go up to device staging while its piece is still read
+// (staged_uploads.h): compressed chunks the GPU decodes. Uncompressed ones wait: the host checks
+// decide whether they are copied straight into their destination instead (place_outputs).
+bool uploads_while_read(const Item& it);
+
 // Where one item of the piece goes on the GPU.
 struct Placement {
   std::uint64_t out_offset = 0;       // decoded into the piece's scratch (d_out) at this offset
   bool in_place = false;              // decoded straight into its destination
   bool copy_up = false;               // the host has it ready: one copy into its destination
+  bool from_staging = false;          // decoded (or scattered) from device staging
   std::uint64_t shuffled_offset = 0;  // Blosc's shuffled blocks, in the piece's Blosc scratch
   Selection enc_sel;                  // the selection and destination in encoded coordinates
   StridedView enc_dest;

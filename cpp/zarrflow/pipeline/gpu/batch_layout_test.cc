@@ -157,9 +157,16 @@ TEST(BatchLayout, WholeChunksDecodeInPlaceAndPartsAreScattered) {
   EXPECT_TRUE(layout.any_cpu_scatter);
   EXPECT_TRUE(layout.any_staged);
   EXPECT_EQ(layout.staged, items[1].staging_offset + items[1].stored_size);
+  // Decoded from device staging: the zstd chunks (items 0, 1); the uncompressed chunk goes
+  // straight into its destination, the host-decoded ones (3 to 5) from pinned blocks.
+  for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(layout.items[k].from_staging, k < 2) << k;
+  // Only the compressed chunks the GPU decodes go up while their piece is read: whether an
+  // uncompressed chunk needs device staging is known only after the host checks.
+  for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(uploads_while_read(items[k]), k < 2) << k;
   // With the GPU cache, uncompressed chunks travel through device staging too.
   const auto cached = place_outputs(items, all(items), /*gpu_cache=*/true);
   EXPECT_FALSE(cached.items[2].copy_up);
+  EXPECT_TRUE(cached.items[2].from_staging);
 }
 
 }  // namespace

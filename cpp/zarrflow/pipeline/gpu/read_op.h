@@ -48,7 +48,7 @@ struct Batch {
   // as they were read (fetch), CPU-decoded blocks (prepare).
   GpuBuffer host_read, host_out;
   GpuBuffer d_staging, d_direct, d_cpu, d_out, d_shuffled, d_tables;
-  // nvCOMP's scratch, shared with the read's other pieces (ReadOp::nvcomp_temp_): held here
+  // nvCOMP's scratch, shared with the other pieces of its lane (ReadOp::nvcomp_temp_): held here
   // until this piece's work is done, so a larger replacement never frees it under a kernel.
   std::shared_ptr<GpuBuffer> d_temp[4];  // by NvcompAlgo
   GpuBuffer h_tables, h_status;          // pinned
@@ -150,11 +150,13 @@ class ReadOp {
   std::mutex mu_;
   GpuDecoders gpu_;  // what the GPU decodes in this read
   const Nvcomp* nvcomp_ = nullptr;
-  // One scratch buffer per nvCOMP algorithm for all of this read's pieces: a read nvCOMP decodes
-  // keeps one lane (take_lanes), so its calls run one after another and can share it. nvCOMP's
-  // zstd asks for 3.05x the decoded bytes of a call (9 GB for a 2 GB piece of zstd chunks); one
-  // per piece in flight was the largest allocation a 71-channel loader made.
-  std::shared_ptr<GpuBuffer> nvcomp_temp_[4];  // by NvcompAlgo
+  // nvCOMP's scratch, one per lane and algorithm, shared by the pieces of that lane: their calls
+  // run one after another on its stream. nvCOMP's zstd asks for 3.05x the decoded bytes of a
+  // call (9 GB for a 2 GB piece of zstd chunks); one per piece in flight was the largest
+  // allocation a 71-channel loader made. Reads of zstd and deflate chunks keep one lane
+  // (take_lanes), but Blosc chunks of zstd or zlib blocks call nvCOMP from every lane, side by
+  // side: one scratch for two lanes faulted (cudaErrorIllegalAddress).
+  std::map<std::pair<cudaStream_t, int>, std::shared_ptr<GpuBuffer>> nvcomp_temp_;
   Event last_done_;  // the previous piece's end on the GPU, for report_.gpu_idle_ms
   // The pieces whose GPU work may still run while the next one is fetched and enqueued (oldest
   // first), and the one being fetched and enqueued (members, not locals: see ~ReadOp).

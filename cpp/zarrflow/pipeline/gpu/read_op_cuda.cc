@@ -70,7 +70,8 @@ Status ReadOp::fetch(Batch& b) {
   return {};
 }
 
-// The piece's staging slots in order; those of chunks the GPU decodes go up (StagedUploads).
+// The piece's staging slots in order; those of compressed chunks the GPU decodes go up while
+// the piece is read (uploads_while_read).
 std::vector<StagedUploads::Slot> ReadOp::upload_slots(const Batch& b) const {
   std::vector<StagedUploads::Slot> slots;
   slots.reserve(b.items.size());
@@ -80,7 +81,7 @@ std::vector<StagedUploads::Slot> ReadOp::upload_slots(const Batch& b) const {
     const bool slot = !(it.mode == Mode::kFill || it.dup_of >= 0 || it.cached || it.host_tf ||
                         it.direct);
     if (slot) at = it.staging_offset;
-    slots.push_back({at, slot ? at + it.stored_size : at, slot && it.mode == Mode::kGpu});
+    slots.push_back({at, slot ? at + it.stored_size : at, slot && uploads_while_read(it)});
     if (slot) at += it.stored_size;
   }
   return slots;

@@ -84,8 +84,16 @@ Status ReadOp::allocate_tables(Batch& b, const JobTables& tables, std::size_t ns
 Status ReadOp::copy_up(Batch& b, const OutputLayout& layout) {
   const cudaStream_t stream = b.stream;
   const std::byte* staged = b.staging.data();
-  if (b.staged_uploaded) {  // went up while the piece was read (fetch)
+  if (b.staged_uploaded) {  // the compressed chunks went up while the piece was read (fetch)
     ZF_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, b.uploaded.get()));
+    for (std::size_t k = 0; k < b.items.size(); ++k) {
+      const Item& it = items_[b.items[k]];
+      if (!layout.items[k].from_staging || uploads_while_read(it)) continue;
+      ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.d_staging.data() + it.staging_offset,
+                                              staged + it.staging_offset, it.stored_size,
+                                              cudaMemcpyHostToDevice, stream));
+      report_.h2d_bytes += it.stored_size;
+    }
   } else if (layout.any_staged) {  // only the GPU-decoded chunks' compressed bytes travel
     ZF_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(b.d_staging.data(), staged, layout.staged, cudaMemcpyHostToDevice, stream));
@@ -192,11 +200,11 @@ bool ReadOp::nvcomp_launch_room() {
 // Scratch for the whole call, or, when the GPU cannot hold it even after the piece in flight has
 // finished (device_buffer), for halves, quarters, ... decoded one after another: the scratch
 // (3.05x the decoded bytes for zstd) is what a full GPU can least afford. Returns the jobs per
-// call; the read's shared scratch for `algo` then holds `*temp_bytes` and `b` holds it too.
+// call; the lane's shared scratch for `algo` then holds `*temp_bytes` and `b` holds it too.
 Result<std::size_t> ReadOp::fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs& jobs, Batch& b,
                                                std::size_t* temp_bytes) {
   std::size_t per = jobs.size();
-  auto& shared = nvcomp_temp_[int(algo)];
+  auto& shared = nvcomp_temp_[{b.stream, int(algo)}];
   for (;;) {
     // decoded bytes of the largest part: at most `per` of the largest chunks
     const std::size_t largest = std::min(jobs.total_out, per * jobs.max_out);
@@ -230,7 +238,7 @@ Status ReadOp::decode_nvcomp(NvcompAlgo algo, const NvcompJobs& jobs, const JobT
   const std::size_t n = jobs.size();
   std::size_t temp_bytes = 0;
   ZF_ASSIGN_OR_RETURN(const std::size_t per, fit_nvcomp_scratch(algo, jobs, b, &temp_bytes));
-  GpuBuffer& temp = *nvcomp_temp_[int(algo)];
+  GpuBuffer& temp = *b.d_temp[int(algo)];
   std::byte* dt = b.d_tables.data();
   const cudaStream_t stream = b.stream;
   for (std::size_t p = 0; p < n; p += per) {
