@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "zarrflow/codec/codec_test_util.h"
+#include "zarrflow/codec/crc32c.h"
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/pipeline/gpu/device_reader.h"
@@ -1058,8 +1059,8 @@ TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
 }
 
 // The compressed bytes of the chunks the GPU decodes go up while their piece is read (on the
-// read's copy lane); those the host decodes stay on the host, and uncompressed chunks are copied
-// once, into place. Same bytes at every share.
+// read's copy lane), uncompressed whole chunks straight into their destination; those the host
+// decodes stay on the host. Same bytes at every share.
 TEST_F(DeviceReadTest, StagedBytesGoUpWhileThePieceIsRead) {
   std::vector<std::pair<std::string, std::function<Bytes(const Bytes&)>>> cases{
       {kBloscLz4, [](const Bytes& raw) { return blosc(raw, "lz4", 1, 0); }},
@@ -1085,8 +1086,8 @@ TEST_F(DeviceReadTest, StagedBytesGoUpWhileThePieceIsRead) {
           read_on_cpu_and_gpu(*owner, Selection::full({24, kSide, kSide}), reader, opt, &report);
       ASSERT_TRUE(r.status.ok()) << r.status.to_string();
       EXPECT_EQ(r.cpu, r.gpu) << "host share " << share;
-      if (codecs == kBytes) {  // uncompressed: copied into place once, after the host checks
-        EXPECT_EQ(report.h2d_while_read, 0u);
+      if (codecs == kBytes) {  // uncompressed whole chunks: into place as read, once
+        EXPECT_EQ(report.h2d_while_read, fs.stored);
         EXPECT_EQ(report.h2d_bytes, fs.stored);
       } else if (share == 0.0) {
         all_gpu = report.h2d_while_read;
@@ -1103,6 +1104,38 @@ TEST_F(DeviceReadTest, StagedBytesGoUpWhileThePieceIsRead) {
       }
     }
     EXPECT_TRUE(reader.stream_lender().idle());
+  }
+}
+
+// Uncompressed chunks that are not copied into place as they are read wait for the host checks:
+// parts of chunks (scattered from device staging) and chunks with a CRC-32C trailer.
+TEST_F(DeviceReadTest, UncompressedChunksWaitForTheHostChecksUnlessWholeAndUnchecked) {
+  const char* crc = R"([{"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "crc32c"}])";
+  const auto with_crc = [](const Bytes& raw) {
+    Bytes out = raw;
+    const std::uint32_t c = crc32c(ConstByteSpan(raw.data(), raw.size()));
+    for (int i = 0; i < 4; ++i) out.push_back(std::byte((c >> (8 * i)) & 0xff));
+    return out;
+  };
+  for (const bool trailer : {false, true}) {
+    const FieldStore fs = field_store(
+        6, trailer ? crc : kBytes, [](int t, int k) { return float(t * 7 + k % 13); },
+        trailer ? std::function<Bytes(const Bytes&)>(with_crc) : identity);
+    const auto owner = open_array(fs.store, "z");
+    ThreadPool pool(2);
+    DeviceReader reader;
+    DeviceReadOptions opt;
+    opt.pool = &pool;
+    for (const Selection& sel : {Selection::full({6, kSide, kSide}),
+                                 Selection{{0, 1, 0}, {6, 200, kSide}, {1, 1, 1}}}) {
+      DeviceReadReport report;
+      const BothReads r = read_on_cpu_and_gpu(*owner, sel, reader, opt, &report);
+      ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+      EXPECT_EQ(r.cpu, r.gpu) << "trailer " << trailer;
+      const bool whole = sel.count[1] == kSide;
+      EXPECT_EQ(report.h2d_while_read, whole && !trailer ? fs.stored : 0u) << "trailer " << trailer;
+    }
   }
 }
 

@@ -9,6 +9,22 @@ namespace {
 
 constexpr std::uint64_t kStagingAlign = 256;  // satisfies every nvCOMP alignment
 
+// Whether a whole chunk fills its destination in its own element order: decoded in place, or,
+// uncompressed, copied as it is. A transformed item never is: its elements change size or value
+// on the way.
+bool dense_in_encoded_order(const Item& it, const Selection& enc_sel, const StridedView& enc_dest) {
+  const ChunkSpec& spec = it.chain->array_to_bytes_spec();
+  return it.tf == nullptr && it.program->swap_unit <= 1 && enc_sel.is_full(spec.shape) &&
+         enc_dest.is_c_contiguous(spec.dtype.size);
+}
+
+// Whether an uncompressed chunk whose decoder consumes `payload_size` bytes is copied up as it
+// is, straight into its destination (Placement::copy_up).
+bool copied_as_stored(const Item& it, bool dense, bool gpu_cache, std::uint64_t payload_size) {
+  return dense && it.program->codec == GpuCodec::kNone && !it.cached && !it.direct && !gpu_cache &&
+         payload_size == decoded_size(it);
+}
+
 // Where one GPU-decoded (kGpu) item goes; see place_outputs.
 Placement place_gpu_item(const Item& it, bool gpu_cache, OutputLayout& layout) {
   Placement t;
@@ -16,14 +32,10 @@ Placement place_gpu_item(const Item& it, bool gpu_cache, OutputLayout& layout) {
   t.enc_dest = it.dest;
   it.chain->to_encoded(t.enc_sel, t.enc_dest);
   if (it.dup_of >= 0) return t;  // scatters from its first occurrence's decoded chunk
-  const ChunkSpec& spec = it.chain->array_to_bytes_spec();
   const std::uint64_t n = decoded_size(it);
-  // A transformed item is never dense: its elements change size or value on the way.
-  const bool dense = it.tf == nullptr && it.program->swap_unit <= 1 &&
-                     t.enc_sel.is_full(spec.shape) && t.enc_dest.is_c_contiguous(spec.dtype.size);
+  const bool dense = dense_in_encoded_order(it, t.enc_sel, t.enc_dest);
   const auto addr = reinterpret_cast<std::uintptr_t>(t.enc_dest.data);
-  t.copy_up = dense && it.program->codec == GpuCodec::kNone && !it.cached && !it.direct &&
-              !gpu_cache && it.payload.size == n;
+  t.copy_up = copied_as_stored(it, dense, gpu_cache, it.payload.size);
   t.in_place = dense && it.program->codec != GpuCodec::kNone && addr % 16 == 0;
   if (!t.in_place && it.program->codec != GpuCodec::kNone) {
     t.out_offset = layout.out;
@@ -127,6 +139,17 @@ HostBlockLayout lay_out_host_blocks(std::vector<Item>& items, std::span<const st
     }
   }
   return total;
+}
+
+std::byte* copied_into_place_while_read(const Item& it, bool gpu_cache) {
+  if (it.mode != Mode::kGpu || it.dup_of >= 0 || it.host_tf || it.program->crc32c) return nullptr;
+  Selection sel = it.sel;
+  StridedView dest = it.dest;
+  it.chain->to_encoded(sel, dest);
+  // Without a checksum trailer an uncompressed chunk's payload is all of its stored bytes
+  // (locate_payload refuses any other size), so this is place_outputs' decision made early.
+  const bool dense = dense_in_encoded_order(it, sel, dest);
+  return copied_as_stored(it, dense, gpu_cache, it.stored_size) ? dest.data : nullptr;
 }
 
 bool uploads_while_read(const Item& it) {

@@ -73,6 +73,12 @@ HostBlockLayout lay_out_host_blocks(std::vector<Item>& items, std::span<const st
 // decide whether they are copied straight into their destination instead (place_outputs).
 bool uploads_while_read(const Item& it);
 
+// Where an uncompressed chunk goes as soon as it is read (one copy of its stored bytes into its
+// destination), or null: whole chunks without a checksum trailer into a dense destination, which
+// place_outputs copies up as they are (Placement::copy_up) once the host checks confirm their
+// size. `gpu_cache`: as for place_outputs.
+std::byte* copied_into_place_while_read(const Item& it, bool gpu_cache);
+
 // Where one item of the piece goes on the GPU.
 struct Placement {
   std::uint64_t out_offset = 0;       // decoded into the piece's scratch (d_out) at this offset

@@ -163,6 +163,12 @@ TEST(BatchLayout, WholeChunksDecodeInPlaceAndPartsAreScattered) {
   // Only the compressed chunks the GPU decodes go up while their piece is read: whether an
   // uncompressed chunk needs device staging is known only after the host checks.
   for (std::size_t k = 0; k < 6; ++k) EXPECT_EQ(uploads_while_read(items[k]), k < 2) << k;
+  // The uncompressed whole chunk goes into its destination as soon as it is read (as it will be
+  // copied up), unless the GPU cache wants its stored bytes.
+  for (std::size_t k = 0; k < 6; ++k)
+    EXPECT_EQ(copied_into_place_while_read(items[k], false), k == 2 ? items[2].dest.data : nullptr)
+        << k;
+  EXPECT_EQ(copied_into_place_while_read(items[2], true), nullptr);
   // With the GPU cache, uncompressed chunks travel through device staging too.
   const auto cached = place_outputs(items, all(items), /*gpu_cache=*/true);
   EXPECT_FALSE(cached.items[2].copy_up);

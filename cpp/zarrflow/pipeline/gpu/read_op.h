@@ -4,8 +4,9 @@
 //   plan      read_plan.h: leaf chunks, duplicates, decoders, cache hits, sizes, pieces
 //   per piece, pipelined (the host fetches piece i+1 while the GPU copies and decodes the pieces
 //   before it, each on its own lane: read_lanes.h):
-//     fetch     stored bytes into pinned staging (or converted while read, or cuFile); the
-//               GPU-decoded chunks' bytes go up as they arrive, on the read's copy lane
+//     fetch     stored bytes into pinned staging (or converted while read, or cuFile); as they
+//               arrive, compressed chunks go up to device staging and uncompressed whole chunks
+//               into their destination, on the read's copy lane
 //     prepare   host checks before any GPU decoder sees the bytes; host decoding
 //     enqueue   device buffers, job tables, copies up, nvCOMP calls and kernels on the piece's
 //               lane, one event
@@ -55,10 +56,13 @@ struct Batch {
   std::vector<std::uint32_t> slot_item;  // status slot → item index
   Event done;
   Event t0, t1, t2;  // timing: before the copies up, after them, after decoding
-  // Set when the staged bytes went up while the piece was read (ReadOp::fetch, on the read's
-  // copy lane): `uploaded` follows the last of those copies, and the lane waits for it.
+  // Copies made while the piece was read (ReadOp::fetch, on the read's copy lane): `uploaded`
+  // follows the last of them, and the lane waits for it. `staged_uploaded`: the compressed
+  // chunks' bytes are in device staging; `copied_while_read[k]`: item k (of `items`) is in its
+  // destination already.
   Event uploaded;
   bool staged_uploaded = false;
+  std::vector<std::uint8_t> copied_while_read;
   // Chunks to add to the GPU cache once this piece has completed (and decoded without error).
   std::vector<std::pair<std::size_t, std::shared_ptr<CachedChunk>>> to_cache;
   bool enqueued = false;
@@ -108,7 +112,12 @@ class ReadOp {
                     std::atomic<std::uint64_t>& converted_nans,
                     std::atomic<std::int64_t>& direct_reads);
   std::vector<StagedUploads::Slot> upload_slots(const Batch& b) const;
-  Status upload(Batch& b, std::span<const UploadRange> ranges, int device);
+  struct EarlyCopy {
+    std::byte* to;
+    const std::byte* from;
+    std::uint64_t bytes;
+  };
+  Status copy_while_read(std::span<const EarlyCopy> copies, int device);
   void count_fetched(const Batch& b);
   Status prepare(Batch& b);
   Status check_on_host(Batch& b);
@@ -143,7 +152,7 @@ class ReadOp {
   StreamLender& lender_;
   int streams_;      // asked for; take_lanes() decides how many the read uses
   ReadLanes lanes_;  // destroyed after the pieces below: given back once they are done
-  ReadLanes copy_lane_;  // one stream: staged bytes copied up while their piece is read
+  ReadLanes copy_lane_;  // one stream: the copies made while a piece is read
   std::vector<Item> items_;
   ChainPrograms programs_;
   std::set<std::string> noted_;

@@ -35,11 +35,19 @@ Status ReadOp::fetch(Batch& b) {
                  " for uncompressed chunks; pread → pinned → H2D "
                  "for the rest";
   }
-  // The GPU-decoded chunks' bytes go up while the rest of the piece is read (staged_uploads.h).
+  // Copies made while the rest of the piece is read (staged_uploads.h): the compressed chunks
+  // the GPU decodes go up to device staging, uncompressed whole chunks into their destination.
   StagedUploads uploads(upload_slots(b), kUploadStep);
+  std::vector<std::byte*> into_place(b.items.size());
+  bool any_into_place = false;
+  for (std::size_t k = 0; k < b.items.size(); ++k) {
+    into_place[k] = copied_into_place_while_read(items_[b.items[k]], opt_.cache != nullptr);
+    any_into_place = any_into_place || into_place[k] != nullptr;
+  }
+  b.copied_while_read.assign(b.items.size(), 0);
   int device = 0;
+  if (uploads.total() > 0 || any_into_place) ZF_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   if (uploads.total() > 0) {
-    ZF_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
     ZF_ASSIGN_OR_RETURN(b.d_staging, device_buffer(b.staging.size(), "device staging", b));
   }
   std::atomic<std::uint64_t> converted_nans{0};
@@ -47,14 +55,24 @@ Status ReadOp::fetch(Batch& b) {
   ThreadPool* io =
       b.items.empty() ? opt_.pool : fetch_pool(items_[b.items.front()].arr->store(), opt_.pool);
   ZF_RETURN_IF_ERROR(parallel_for(io, b.items.size(), [&](std::size_t k) -> Status {
-    ZF_RETURN_IF_ERROR(fetch_item(items_[b.items[k]], b, cufile, converted_nans, direct_reads));
+    Item& it = items_[b.items[k]];
+    ZF_RETURN_IF_ERROR(fetch_item(it, b, cufile, converted_nans, direct_reads));
+    const std::byte* slot = b.staging.data() + it.staging_offset;
+    if (into_place[k] != nullptr && it.mode == Mode::kGpu) {  // not deleted meanwhile
+      const EarlyCopy copy{into_place[k], slot, it.stored_size};
+      ZF_RETURN_IF_ERROR(copy_while_read({&copy, 1}, device));
+      b.copied_while_read[k] = 1;
+    }
     if (uploads.total() == 0) return {};
-    return upload(b, uploads.complete(k), device);
+    std::vector<EarlyCopy> copies;
+    for (const UploadRange& r : uploads.complete(k))
+      copies.push_back({b.d_staging.data() + r.begin, b.staging.data() + r.begin, r.size()});
+    return copy_while_read(copies, device);
   }));
-  if (uploads.total() > 0) {
+  if (uploads.total() > 0 || any_into_place) {
     ZF_ASSIGN_OR_RETURN(b.uploaded, Event::create());
     ZF_CUDA_RETURN_IF_ERROR(cudaEventRecord(b.uploaded.get(), copy_lane_[0]));
-    b.staged_uploaded = uploads.returned() == uploads.total();
+    b.staged_uploaded = uploads.total() > 0 && uploads.returned() == uploads.total();
   }
   report_.direct_reads += direct_reads.load();
   report_.nans += converted_nans.load();
@@ -87,20 +105,22 @@ std::vector<StagedUploads::Slot> ReadOp::upload_slots(const Batch& b) const {
   return slots;
 }
 
-// Copies staged ranges up on the read's copy lane, from whichever I/O thread completed them
-// (which may not have the read's device current yet).
-Status ReadOp::upload(Batch& b, std::span<const UploadRange> ranges, int device) {
-  if (ranges.empty()) return {};
-  int current = -1;
-  if (cudaGetDevice(&current) != cudaSuccess || current != device)
-    ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+// Copies up on the read's copy lane, from whichever I/O thread read their bytes. That thread
+// (shared by reads for other GPUs) gets the read's device for the copies and its own back after.
+Status ReadOp::copy_while_read(std::span<const EarlyCopy> copies, int device) {
+  if (copies.empty()) return {};
+  int previous = -1;
+  ZF_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous));
+  if (previous != device) ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   std::uint64_t bytes = 0;
-  for (const UploadRange& r : ranges) {
-    ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.d_staging.data() + r.begin,
-                                            b.staging.data() + r.begin, r.size(),
-                                            cudaMemcpyHostToDevice, copy_lane_[0]));
-    bytes += r.size();
+  cudaError_t e = cudaSuccess;
+  for (const EarlyCopy& c : copies) {
+    e = cudaMemcpyAsync(c.to, c.from, c.bytes, cudaMemcpyHostToDevice, copy_lane_[0]);
+    if (e != cudaSuccess) break;
+    bytes += c.bytes;
   }
+  if (previous != device) cudaSetDevice(previous);
+  if (e != cudaSuccess) return cuda_status(e, "cudaMemcpyAsync of bytes read (copy lane)");
   std::lock_guard lock(mu_);
   report_.h2d_bytes += bytes;
   report_.h2d_while_read += bytes;

@@ -84,8 +84,9 @@ Status ReadOp::allocate_tables(Batch& b, const JobTables& tables, std::size_t ns
 Status ReadOp::copy_up(Batch& b, const OutputLayout& layout) {
   const cudaStream_t stream = b.stream;
   const std::byte* staged = b.staging.data();
-  if (b.staged_uploaded) {  // the compressed chunks went up while the piece was read (fetch)
+  if (b.uploaded.get() != nullptr)  // copies made while the piece was read (fetch)
     ZF_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, b.uploaded.get()));
+  if (b.staged_uploaded) {  // the compressed chunks are up; uncompressed ones from staging go now
     for (std::size_t k = 0; k < b.items.size(); ++k) {
       const Item& it = items_[b.items[k]];
       if (!layout.items[k].from_staging || uploads_while_read(it)) continue;
@@ -114,6 +115,7 @@ Status ReadOp::copy_up(Batch& b, const OutputLayout& layout) {
       to = t.copy_up ? it.dest.data : b.d_cpu.data() + it.cpu_offset;
       bytes = cpu_block_bytes(it);
     } else if (t.copy_up) {
+      if (b.copied_while_read[k]) continue;  // in place since it was read
       from = staged + it.staging_offset + it.payload.offset;
       to = t.enc_dest.data;
       bytes = it.payload.size;
