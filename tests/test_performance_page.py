@@ -1,6 +1,6 @@
 """docs/performance.md and the README's summary table are what
 ``python benchmarks/make_performance_page.py`` writes from docs/results, so they never drift from
-the result files; and docs/results holds only files the page shows."""
+the result files; and docs/results holds only files the docs show."""
 
 from __future__ import annotations
 
@@ -38,13 +38,15 @@ def test_committed_page_and_readme_are_what_the_generator_writes() -> None:
     assert readme == gen.readme(readme)
 
 
-def test_the_page_is_short_and_shows_every_result_file() -> None:
+def test_the_page_is_short_and_the_docs_show_every_result_file() -> None:
     page = (ROOT / "docs" / "performance.md").read_text()
     assert page.count("\n") <= 300
-    shown = set(re.findall(r"\]\(results/([^)]+)\)", page))
+    # The performance page shows most; a feature's page may show its own benchmark's files.
+    docs = "".join(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))
+    shown = set(re.findall(r"\]\(results/([^)]+)\)", docs))
     kept = {p.name for p in RESULTS.iterdir()}
-    assert kept - shown == set(), "result files the page does not show"
-    assert shown - kept == set(), "the page shows result files that are not there"
+    assert kept - shown == set(), "result files no page shows"
+    assert shown - kept == set(), "the docs show result files that are not there"
 
 
 def test_tables_follow_the_json(tmp_path: Path) -> None:
