@@ -23,7 +23,7 @@ class Stats:
     cpu_decoded: int = 0
     host_transformed: int = 0     # GPU reads: chunks the host threads normalised and cast
     nans: int = 0
-    h2d_ms: float = 0.0           # GPU reads: copy-up of staged bytes (GPU time, summed)
+    h2d_ms: float = 0.0           # GPU reads: copies up after a piece was read (GPU time, summed)
     decode_ms: float = 0.0        # GPU reads: decode kernels (GPU time, summed)
     scatter_ms: float = 0.0       # GPU reads: scatter into the batch (GPU time, summed)
     # GPU reads run in internal batches (pieces bounded in bytes, pipelined): how many,

@@ -714,7 +714,8 @@ class Loader:
             ``shard_indexes_reused``. GPU loaders also count ``chunks``, ``stored_bytes``,
             ``deduplicated`` (reads saved because samples shared a chunk), ``missing``,
             ``gpu_decoded`` / ``cpu_decoded``, ``cache_hits`` / ``host_cache_hits``, the GPU
-            time of copies, decoding and scatter (``h2d_ms``, ``decode_ms``, ``scatter_ms``), the
+            time of copies made once a piece was read, decoding and scatter (``h2d_ms``,
+            ``decode_ms``, ``scatter_ms``; copies made while reading overlap the reads), the
             reading threads' time (``plan_ms``, ``fetch_ms``, ``enqueue_ms``, ``gpu_wait_ms``,
             ``limit_wait_ms``), and with a decode balance its moves
             (``decode_moves_to_gpu`` / ``decode_moves_to_host``).

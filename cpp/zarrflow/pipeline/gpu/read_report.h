@@ -18,8 +18,9 @@ struct DeviceReadReport {
   std::int64_t host_cache_hits = 0;  // chunks taken from the pinned host cache (no read)
   std::uint64_t stored_bytes = 0;    // compressed bytes read
   std::uint64_t h2d_bytes = 0;       // bytes copied host → device
-  std::uint64_t h2d_while_read = 0;  // of those, compressed bytes copied while their piece was
-                                     // still being read (StagedUploads)
+  std::uint64_t h2d_while_read = 0;  // of those, copied while their piece was still being read:
+                                     // compressed chunks into device staging (StagedUploads),
+                                     // uncompressed whole chunks into their destination
   std::int64_t direct_reads = 0;     // chunks read with O_DIRECT (they were not in the page cache)
   std::string io;                    // "pread → pinned → H2D" or "cuFile (...)"
   // GPU time by stage, summed over batches (CUDA events on the stream): copies up (those not

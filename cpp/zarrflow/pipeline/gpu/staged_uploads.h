@@ -5,9 +5,10 @@
 // the copy adds its whole time to every read that is one piece (nvCOMP's pieces are as large as
 // memory allows: a 2 GB array is one piece). Reads finish in any order on the I/O threads; the
 // bytes of the items read so far, in slot order, go up in copies of at least `min_step` bytes
-// as soon as they are complete. Only the slots of GPU-decoded items travel (host-decoded chunks'
-// compressed bytes stay on the host); the gaps between slots of consecutive uploaded items
-// (alignment padding) are copied with them, so one copy covers many items.
+// as soon as they are complete. Only the slots of compressed chunks the GPU decodes travel
+// (batch_layout.h: uploads_while_read; host-decoded chunks' bytes stay on the host, uncompressed
+// whole chunks go straight into their destination); the gaps between slots of consecutive
+// uploaded items (alignment padding) are copied with them, so one copy covers many items.
 // Thread-safety: complete() may be called from any thread.
 #pragma once
 
