@@ -157,3 +157,13 @@ def test_one_process_never_asks_for_the_gpus(node, monkeypatch):
     def gpus():
         raise AssertionError("CUDA queried for a process alone")
     assert _placement.choose(gpus).cpus is None
+
+
+def test_local_ranks_and_binding_as_the_thread_count_and_the_placement_read_them(monkeypatch):
+    for value, ranks in (("", 1), ("four", 1), ("0", 1), ("4", 4)):
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", value)
+        assert _placement.local_ranks() == ranks, value
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert _placement.bound_already([0, 1, 2, 3])
+    assert not _placement.bound_already(list(range(8)))
+    assert not _placement.bound_already([])  # the system does not say: not bound

@@ -103,6 +103,22 @@ def _int_env(name: str, default: int) -> int:
         return default
 
 
+def process_cpus() -> list[int]:
+    """The CPUs this process may run on, sorted ([] where the system does not say)."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def bound_already(cpus: list[int]) -> bool:
+    """Whether the process may run on fewer CPUs than the machine has: Slurm, numactl or a
+    launcher's NUMA binding placed it, and those CPUs are its share."""
+    return 0 < len(cpus) < (os.cpu_count() or len(cpus))
+
+
+def local_ranks() -> int:
+    """Processes on this node (torchrun's LOCAL_WORLD_SIZE); 1 when unset or not a number."""
+    return max(1, _int_env("LOCAL_WORLD_SIZE", 1))
+
+
 def choose(gpus: Callable[[], list[str]], sys_root: Path = Path("/sys")) -> Placement:
     """The placement of this process's default pool. ``gpus`` gives the visible GPUs' CUDA PCI
     bus ids; it is called only with several local ranks, so that a process alone never
@@ -116,12 +132,12 @@ def choose(gpus: Callable[[], list[str]], sys_root: Path = Path("/sys")) -> Plac
         except ValueError:
             raise ValueError(f"{ENV} must be 'auto', 'none' or a CPU list such as 0-15,64-79, "
                              f"got {setting!r}") from None
-    mine = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    mine = process_cpus()
     if not mine:
         return Placement(None, "this system does not report CPU affinity")
-    if len(mine) < (os.cpu_count() or len(mine)):
+    if bound_already(mine):
         return Placement(None, f"the process is bound to CPUs {format_cpu_list(mine)} already")
-    ranks = max(1, _int_env("LOCAL_WORLD_SIZE", 1))
+    ranks = local_ranks()
     if ranks == 1:
         return Placement(None, "one process on this node")
     bus_ids = gpus()

@@ -32,19 +32,7 @@ _placed: _placement.Placement | None = None
 
 
 def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def _local_ranks() -> int:
-    env = os.environ.get("LOCAL_WORLD_SIZE", "")
-    try:
-        n = int(env)
-    except ValueError:
-        return 1  # unset, or not a number: a launcher's variable we do not own
-    return max(1, n)
+    return len(_placement.process_cpus()) or os.cpu_count() or 1
 
 
 def _gpu_bus_ids() -> list[str]:
@@ -72,10 +60,10 @@ def default_threads() -> int:
     placed = placement()
     if placed.cpus:
         return placed.threads or len(placed.cpus)
-    mine = _cpu_count()
-    if mine < (os.cpu_count() or mine):
-        return mine  # bound to a subset already: that is this rank's share
-    return max(1, mine // _local_ranks())
+    mine = _placement.process_cpus()
+    if _placement.bound_already(mine):
+        return len(mine)  # that subset is this rank's share
+    return max(1, _cpu_count() // _placement.local_ranks())
 
 
 def default_nice() -> int:

@@ -63,10 +63,9 @@ def _thread_line() -> str:
     elif placed.cpus:
         why = f"CPUs {_placement.format_cpu_list(placed.cpus)}: {placed.reason}"
     else:
-        cpus = _threads._cpu_count()
-        ranks = _threads._local_ranks()
-        why = f"{cpus} CPUs this process may use"
-        if ranks > 1 and cpus >= (os.cpu_count() or cpus):
+        ranks = _placement.local_ranks()
+        why = f"{_threads._cpu_count()} CPUs this process may use"
+        if ranks > 1 and not _placement.bound_already(_placement.process_cpus()):
             why += f" / LOCAL_WORLD_SIZE {ranks}"
     where = "" if placed.cpus or env else f"; placed by the scheduler: {placed.reason}"
     return f"threads: {threads} decoding threads ({why}), nice +{nice}{where}"
