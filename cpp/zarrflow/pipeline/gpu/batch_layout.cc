@@ -66,8 +66,9 @@ bool streams_to_host_tf(const Item& it, const StagingOptions& options) {
 Result<StagingLayout> lay_out_staging(std::vector<Item>& items, std::span<const std::size_t> piece,
                                       const StagingOptions& options) {
   StagingLayout total;
-  for (std::size_t idx : piece) {
-    Item& it = items[idx];
+  total.slots.assign(piece.size(), {0, 0});
+  for (std::size_t k = 0; k < piece.size(); ++k) {
+    Item& it = items[piece[k]];
     if (it.mode == Mode::kFill || it.cached) continue;
     if (it.dup_of >= 0) {  // shares its first occurrence's bytes; counted as if it did not
       const Item& first = items[std::size_t(it.dup_of)];
@@ -103,6 +104,7 @@ Result<StagingLayout> lay_out_staging(std::vector<Item>& items, std::span<const 
     // 4 KiB-aligned slots with room for an O_DIRECT read of the aligned superset.
     const std::uint64_t lead = it.range ? it.range->offset % 4096 : 0;
     it.staging_offset = total.staged;
+    total.slots[k] = {it.staging_offset, it.staging_offset + it.stored_size};
     total.staged += align_up(lead + it.stored_size, 4096);
     total.staged_unshared += align_up(lead + it.stored_size, 4096);
   }

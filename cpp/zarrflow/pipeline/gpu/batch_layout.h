@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "zarrflow/pipeline/gpu/read_item.h"
@@ -37,6 +38,9 @@ struct StagingLayout {
   std::uint64_t converted = 0;  // pinned blocks converted while read
   std::uint64_t staged_unshared = 0;
   std::uint64_t converted_unshared = 0;
+  // Per item of the piece, where its stored bytes land in pinned staging, [begin, end); empty
+  // (0, 0) for items without a slot (fills, cache hits, duplicates, converted, cuFile).
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> slots;
 };
 
 // Uncompressed chunks of local stores that are read whole into a dense destination with an

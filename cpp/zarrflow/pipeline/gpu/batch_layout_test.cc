@@ -21,8 +21,15 @@ TEST(BatchLayout, StagingSlotsAre4KiBAlignedWithRoomForODirect) {
   auto layout = lay_out_staging(items, all(items), {});
   ASSERT_TRUE(layout.ok()) << layout.status().to_string();
   std::uint64_t expect = 0;
-  for (const auto& it : items) {
-    if (it.mode == Mode::kFill) continue;
+  ASSERT_EQ(layout->slots.size(), items.size());
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const Item& it = items[k];
+    if (it.mode == Mode::kFill) {
+      EXPECT_EQ(layout->slots[k].first, layout->slots[k].second) << it.key;  // no slot
+      continue;
+    }
+    EXPECT_EQ(layout->slots[k].first, it.staging_offset) << it.key;
+    EXPECT_EQ(layout->slots[k].second, it.staging_offset + it.stored_size) << it.key;
     EXPECT_EQ(it.staging_offset, expect) << it.key;
     EXPECT_EQ(it.staging_offset % 4096, 0u);
     const std::uint64_t lead = it.range ? it.range->offset % 4096 : 0;

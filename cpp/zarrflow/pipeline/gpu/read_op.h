@@ -111,7 +111,8 @@ class ReadOp {
   Status fetch_item(Item& it, Batch& b, const CuFile* cufile,
                     std::atomic<std::uint64_t>& converted_nans,
                     std::atomic<std::int64_t>& direct_reads);
-  std::vector<StagedUploads::Slot> upload_slots(const Batch& b) const;
+  std::vector<StagedUploads::Slot> upload_slots(
+      const Batch& b, std::span<const std::pair<std::uint64_t, std::uint64_t>> staged) const;
   struct EarlyCopy {
     std::byte* to;
     const std::byte* from;

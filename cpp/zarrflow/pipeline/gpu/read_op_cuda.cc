@@ -37,7 +37,7 @@ Status ReadOp::fetch(Batch& b) {
   }
   // Copies made while the rest of the piece is read (staged_uploads.h): the compressed chunks
   // the GPU decodes go up to device staging, uncompressed whole chunks into their destination.
-  StagedUploads uploads(upload_slots(b), kUploadStep);
+  StagedUploads uploads(upload_slots(b, total.slots), kUploadStep);
   std::vector<std::byte*> into_place(b.items.size());
   bool any_into_place = false;
   for (std::size_t k = 0; k < b.items.size(); ++k) {
@@ -88,20 +88,14 @@ Status ReadOp::fetch(Batch& b) {
   return {};
 }
 
-// The piece's staging slots in order; those of compressed chunks the GPU decodes go up while
-// the piece is read (uploads_while_read).
-std::vector<StagedUploads::Slot> ReadOp::upload_slots(const Batch& b) const {
+// The piece's staging slots in order (lay_out_staging); those of compressed chunks the GPU
+// decodes go up while the piece is read (uploads_while_read).
+std::vector<StagedUploads::Slot> ReadOp::upload_slots(
+    const Batch& b, std::span<const std::pair<std::uint64_t, std::uint64_t>> staged) const {
   std::vector<StagedUploads::Slot> slots;
   slots.reserve(b.items.size());
-  std::uint64_t at = 0;
-  for (std::size_t idx : b.items) {
-    const Item& it = items_[idx];
-    const bool slot = !(it.mode == Mode::kFill || it.dup_of >= 0 || it.cached || it.host_tf ||
-                        it.direct);
-    if (slot) at = it.staging_offset;
-    slots.push_back({at, slot ? at + it.stored_size : at, slot && uploads_while_read(it)});
-    if (slot) at += it.stored_size;
-  }
+  for (std::size_t k = 0; k < b.items.size(); ++k)
+    slots.push_back({staged[k].first, staged[k].second, uploads_while_read(items_[b.items[k]])});
   return slots;
 }
 

@@ -45,13 +45,12 @@ Status ReadOp::allocate_device_areas(Batch& b, const OutputLayout& layout) {
   // Device staging mirrors the pinned staging, at its unshared size (batch_layout.h); fetch
   // allocated it already when bytes went up while the piece was read.
   const std::uint64_t staged = layout.any_staged ? std::max(layout.staged, b.staging.size()) : 1;
-  if (b.d_staging.capacity() < staged) {
-    if (b.d_staging.capacity() > 0)  // its copies must end before it goes back to the pool
-      ZF_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(b.uploaded.get()));
-    b.d_staging = GpuBuffer{};
-    b.staged_uploaded = false;
+  if (b.d_staging.capacity() == 0) {
     ZF_ASSIGN_OR_RETURN(b.d_staging,
                         device_buffer(std::max<std::uint64_t>(staged, 1), "device staging", b));
+  } else if (b.d_staging.capacity() < staged) {
+    return internal_error("device staging of " + std::to_string(b.d_staging.capacity()) +
+                          " bytes taken while reading, " + std::to_string(staged) + " needed");
   }
   if (layout.out) {
     ZF_ASSIGN_OR_RETURN(b.d_out, device_buffer(layout.out, "decoded chunks", b));
