@@ -31,6 +31,17 @@ def test_prefetch_goes_first_then_workers():
     assert plan.asked == (2, 2)
 
 
+def test_each_worker_reads_within_what_the_batches_leave_of_the_limit():
+    batch = 16 * 2 * 71 * 721 * 1440 * 2  # 71 channels, bf16: 4.72 GB
+    plan = fit(batch, 2, 2, 0, 34 * GB)
+    assert (plan.prefetch, plan.workers) == (2, 2)
+    assert plan.read_budget == (34 * GB - 5 * batch) // 2
+    # Another loader's plan and a chunk cache come off it too; no limit leaves it to the reads.
+    plan = fit(batch, 1, 1, 2 * GB, 34 * GB, others=3 * GB)
+    assert plan.read_budget == 34 * GB - 3 * batch - 2 * GB - 3 * GB
+    assert fit(batch, 2, 2, 0, 0).read_budget == 0
+
+
 def test_a_spare_worker_goes_before_prefetch_and_is_not_a_reduction():
     batch = 16 * 2 * 71 * 721 * 1440 * 2  # 71 channels, bf16: 4.72 GB
     three = fit(batch, 2, 3, 0, 0)

@@ -128,6 +128,7 @@ struct EngineArgs {
   std::optional<std::vector<CfTuple>> decode;
   bool missing_error = false;
   double host_share = 0.0;
+  std::uint64_t read_budget = 0;  // gpu::DeviceReadOptions::read_budget
   nb::object balance, executor, decode_executor, cache, host_cache, shard_indexes, reader;
   std::string gpu_decode;
 };
@@ -190,6 +191,7 @@ std::shared_ptr<BatchMaker> maker_of(BatchRecipe recipe, const EngineArgs& a) {
   opts.decode = parse_decode(a.gpu_decode);
   opts.cache = cache_of(a.cache, reader);
   opts.host_cache = cache_of(a.host_cache, reader);
+  opts.read_budget = a.read_budget;
   if (auto* decode = pointer_of<Executor>(a.decode_executor)) opts.decode_pool = &decode->pool;
   return std::make_shared<gpu::DeviceBatchMaker>(std::move(recipe), shared_reader(reader.state),
                                                  opts, a.device_id, a.workers,
@@ -279,7 +281,8 @@ void bind_batch_engine(nb::module_& m) {
              std::optional<MeanStd> normalize, std::optional<std::vector<CfTuple>> decode,
              bool missing_error, double host_share, nb::object balance, nb::object executor,
              nb::object decode_executor, nb::object cache, nb::object host_cache,
-             nb::object shard_indexes, nb::object reader, std::string gpu_decode) {
+             nb::object shard_indexes, nb::object reader, std::string gpu_decode,
+             std::uint64_t read_budget) {
             EngineArgs a;
             a.arrays = std::move(arrays);
             a.dtype = std::move(dtype);
@@ -299,6 +302,7 @@ void bind_batch_engine(nb::module_& m) {
             a.shard_indexes = std::move(shard_indexes);
             a.reader = std::move(reader);
             a.gpu_decode = std::move(gpu_decode);
+            a.read_budget = read_budget;
             make_engine(self, plan, a);
           },
           "plan"_a, "arrays"_a, "dtype"_a, "device"_a, "device_id"_a = 0, "workers"_a = 2,
@@ -306,7 +310,7 @@ void bind_batch_engine(nb::module_& m) {
           "missing_error"_a = false, "host_share"_a = 0.0, "balance"_a = nb::none(),
           "executor"_a = nb::none(), "decode_executor"_a = nb::none(), "cache"_a = nb::none(),
           "host_cache"_a = nb::none(), "shard_indexes"_a = nb::none(), "reader"_a = nb::none(),
-          "gpu_decode"_a = "auto")
+          "gpu_decode"_a = "auto", "read_budget"_a = 0)
       .def(
           "submit",
           [](Engine& e, const Vector<std::int64_t>& samples, const Vector<std::int64_t>& times,

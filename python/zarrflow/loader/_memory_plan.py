@@ -55,6 +55,16 @@ class MemoryPlan:
         return self.in_flight * self.batch_bytes + self.cache_bytes
 
     @property
+    def read_budget(self) -> int:
+        """Device bytes each worker's reads may hold under the limit, beside the batches, the
+        cache and other loaders' plans (0 without a limit: reads judge from what is free). Sizes
+        the pieces of chunks nvCOMP decodes, whose calls cost about the same whatever their size,
+        so that a batch takes as few calls as the limit allows."""
+        if not self.limit:
+            return 0
+        return max(self.limit - self.held - self.others, 0) // self.workers
+
+    @property
     def fits(self) -> bool:
         return not self.limit or self.need + self.others <= self.limit
 

@@ -508,7 +508,8 @@ class Loader:
                 host_share=self.host_decode_share, balance=self._balance,
                 executor=self._executor, decode_executor=self._decode_executor,
                 cache=self.cache, host_cache=self.host_cache, shard_indexes=self.shard_indexes,
-                reader=self._reader, gpu_decode=self.gpu_decode)
+                reader=self._reader, gpu_decode=self.gpu_decode,
+                read_budget=self.memory_plan.read_budget if self.memory_plan else 0)
             self._engine_pid = os.getpid()
             with _live_lock:
                 _live.add(self._engine)

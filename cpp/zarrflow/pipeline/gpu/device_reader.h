@@ -63,6 +63,10 @@ struct DeviceReadOptions {
   // it moves decoding onto otherwise idle cores and gives the model its SMs back. Uncompressed
   // chunks are not counted: they have nothing to decode and keep their own path.
   double host_share = 0.0;
+  // Device memory this read's pieces may hold (a loader worker's share of zarrflow's GPU memory
+  // limit beside its batches); 0 = judged from the memory free when the read starts. Sizes the
+  // pieces of chunks nvCOMP decodes (read_plan.h: nvcomp_piece_bytes).
+  std::uint64_t read_budget = 0;
   // Empty, or one per request: write the element transform's output (pipeline/transform.h: CF
   // decoding of the stored value, then cast((f - mean) * inv_std); kStored = as stored) instead
   // of the elements, NaNs counted in the report. tf.in must be the array's data type. The

@@ -105,36 +105,26 @@ void ReadOp::look_up_caches() {
   }
 }
 
-// nvCOMP's zstd and deflate decode each chunk on one unit of the GPU, so a call costs about one
-// chunk's decode time (~35 ms for a 4 MB zstd chunk on an H200) plus its bytes at ~120 GB/s: on
-// an H200, calls of 0.7, 2.7 and 7.9 GB of 4 MB chunks took 43, 56 and 100 ms. Their pieces are
-// therefore as large as memory allows (on one lane: take_lanes): 1/24 of the GPU's memory in
-// decoded chunks (5.9 GB on an H200, 3.3 GB on an H100; at most 8 GB, and less when little is
-// free), and as many staged bytes. nvCOMP's zstd scratch is 3.05x the decoded bytes of a call,
-// shared by the read's pieces; with two pieces in flight a read then holds about a fifth of the
-// GPU. zarrflow's own kernels (Blosc, LZ4, uncompressed) have no such latency: small pieces
-// (256 MB staged) on several lanes overlap reading, copies and decoding best, bounded by 2 GB
-// decoded shared by the lanes (at least 512 MB each; the decoded bound matters for chunks of
-// mostly fill value, which compress to almost nothing). An explicit batch_bytes sets the staged
-// bound, and twice it the decoded one.
+// Pieces of chunks nvCOMP decodes are as large as memory allows (read_plan.h:
+// nvcomp_piece_bytes), as many staged bytes as decoded ones. zarrflow's own kernels (Blosc, LZ4,
+// uncompressed) have no such latency: small pieces (256 MB staged) on several lanes overlap
+// reading, copies and decoding best, bounded by 2 GB decoded shared by the lanes (at least
+// 512 MB each; the decoded bound matters for chunks of mostly fill value, which compress to
+// almost nothing). An explicit batch_bytes sets the staged bound, and twice it the decoded one.
 PieceBounds ReadOp::piece_bounds() const {
   if (opt_.batch_bytes != 0) return {opt_.batch_bytes, 2 * opt_.batch_bytes};
   if (!programs_.any_nvcomp())
     return {std::uint64_t{256} << 20,
             std::max<std::uint64_t>((std::uint64_t{2} << 30) / lanes_.size(), 512 << 20)};
   std::size_t free = 0, total = 0;
-  std::uint64_t d = std::uint64_t{3} << 30;  // if the GPU's size cannot be had
-  if (cudaMemGetInfo(&free, &total) == cudaSuccess) {
-    // Less when the GPU is full (a model, other workers' pieces): an eighth of what is free
-    // or idle in the pool (within its limit, if set), since a piece needs ~5.5x its decoded
-    // bytes (scratch, decoded chunks, staging) and the loader's workers read at once.
-    const std::uint64_t avail =
-        std::min<std::uint64_t>(free + device_.cached_bytes(), device_.room());
-    d = std::clamp<std::uint64_t>(std::min<std::uint64_t>(total / 24, avail / 8),
-                                  std::uint64_t{256} << 20, std::uint64_t{8} << 30);
-  } else {
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
     cudaGetLastError();
+    total = std::size_t{72} << 30;  // pieces of 3 GB if the GPU's size cannot be had
+    free = total;
   }
+  const std::uint64_t available =
+      std::min<std::uint64_t>(free + device_.cached_bytes(), device_.room());
+  const std::uint64_t d = nvcomp_piece_bytes(total, available, opt_.read_budget);
   return {d, d};
 }
 

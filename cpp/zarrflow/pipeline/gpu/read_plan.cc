@@ -289,4 +289,11 @@ std::vector<std::size_t> PiecePlanner::next(std::uint64_t* decoded_bytes) {
   return piece;
 }
 
+std::uint64_t nvcomp_piece_bytes(std::uint64_t gpu_total, std::uint64_t available,
+                                 std::uint64_t read_budget) {
+  const std::uint64_t room = read_budget != 0 ? read_budget / kNvcompPieceFootprint : available / 8;
+  return std::clamp<std::uint64_t>(std::min(gpu_total / 24, room), std::uint64_t{256} << 20,
+                                   std::uint64_t{8} << 30);
+}
+
 }  // namespace zarrflow::gpu

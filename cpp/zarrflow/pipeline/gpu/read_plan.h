@@ -80,6 +80,18 @@ struct PieceBounds {
   std::uint64_t staged, decoded;
 };
 
+// Decoded bytes of one piece of chunks nvCOMP decodes (zstd, deflate). A call costs about one
+// chunk's serial decode whatever its size (4 MB zstd chunks on an H100: 26 ms for one chunk, 42 ms
+// for 33 to 132, 56 ms for 481), and calls do not overlap each other, so pieces are as large as
+// memory allows: 1/24 of the GPU (`gpu_total`), at most 8 GB, at least 256 MB. Within that,
+// `read_budget` (bytes this read may hold, a loader worker's share of zarrflow's memory limit
+// beside its batches) when given, else an eighth of `available` (free or idle under the limit:
+// other readers may read at once). A piece holds up to kNvcompPieceFootprint times its decoded
+// bytes: two in flight with their staging and decoded chunks, and nvCOMP's zstd scratch (3.05x).
+inline constexpr std::uint64_t kNvcompPieceFootprint = 7;
+std::uint64_t nvcomp_piece_bytes(std::uint64_t gpu_total, std::uint64_t available,
+                                 std::uint64_t read_budget);
+
 // The decoded bytes an item adds to its piece. Chunks from the GPU cache count half: a piece of
 // them stages nothing and has no reading to overlap, so the fixed cost of each extra call shows
 // in full (71-channel batches of hits, one worker, H200: 78 GB/s in one call, 61 in two, 50 in

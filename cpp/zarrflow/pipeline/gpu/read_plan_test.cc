@@ -146,6 +146,22 @@ TEST(ReadPlan, AChunkLargerThanItsCodecsCanProduceIsRefused) {
   EXPECT_NE(s.message().find("raw': chunk 'c/0/0'"), std::string::npos) << s.message();
 }
 
+TEST(ReadPlan, NvcompPiecesAreAsLargeAsTheirMemoryAllows) {
+  constexpr std::uint64_t GB = std::uint64_t{1} << 30, MB = std::uint64_t{1} << 20;
+  const std::uint64_t h100 = 80 * GB;
+  // Without a budget: an eighth of what is available, up to 1/24 of the GPU.
+  EXPECT_EQ(nvcomp_piece_bytes(h100, 8 * GB, 0), 1 * GB);
+  EXPECT_EQ(nvcomp_piece_bytes(h100, 70 * GB, 0), h100 / 24);
+  // A loader worker's budget sizes them instead (what is free then does not matter).
+  EXPECT_EQ(nvcomp_piece_bytes(h100, 1 * GB, 14 * GB), 2 * GB);
+  EXPECT_EQ(nvcomp_piece_bytes(h100, 1 * GB, 7 * GB), 1 * GB);
+  EXPECT_EQ(nvcomp_piece_bytes(h100, 1 * GB, 700 * GB), h100 / 24);
+  // Never below 256 MB nor above 8 GB.
+  EXPECT_EQ(nvcomp_piece_bytes(h100, 1 * MB, 0), 256 * MB);
+  EXPECT_EQ(nvcomp_piece_bytes(h100, 1 * GB, 10 * MB), 256 * MB);
+  EXPECT_EQ(nvcomp_piece_bytes(1024 * GB, 1024 * GB, 0), 8 * GB);
+}
+
 // Staged bytes bind here: 8 chunks of 24 bytes in pieces of at most 100 bytes are 2 pieces
 // (4 + 4), not 4 + 4 by luck but by equal shares of what remains.
 TEST(ReadPlan, PiecesAreBoundedAndEven) {
