@@ -131,15 +131,14 @@ def numcodecs_values(results: Path) -> Values:
     native = table(["codec", "ratio", "numcodecs", "zarrflow"],
                    [[r["codec"], f"{r['ratio']:.2f}", f"{r['numcodecs_mb_s']:.0f}",
                      f"{r['zarrflow_mb_s']:.0f}"] for r in res["native"]])
-    fallback = table(["chunk KiB", "no codec", "through numcodecs", "difference"],
-                     [[str(r["chunk_kib"]), f"{r['plain_us_per_chunk']:.1f}",
-                       f"{r['fallback_us_per_chunk']:.1f}", f"{r['overhead_us_per_chunk']:.1f}"]
-                      for r in res["fallback_cost"]], text_columns=0)
+    fallback = "; ".join(f"{r['chunk_kib']} KiB chunks {r['plain_us_per_chunk']:.1f} without, "
+                         f"{r['fallback_us_per_chunk']:.1f} through numcodecs"
+                         for r in res["fallback_cost"])
     small = [r["overhead_us_per_chunk"] for r in res["fallback_cost"] if r["chunk_kib"] <= 64]
     pcodec = {r["reader"].split(" ")[0]: r["mb_s"] for r in res["pcodec"]
               if "chunk by chunk" in r["reader"] or r["reader"].startswith("numcodecs")}
     return {"numcodecs_cores": str(res["cpu_count"]), "numcodecs_chunk_mib": f"{res['chunk_mib']:g}",
-            "numcodecs_table": native, "fallback_table": fallback,
+            "numcodecs_table": native, "fallback_sentence": fallback,
             "fallback_call_us": f"{sum(small) / len(small):.0f}",
             "pcodec_zarrflow": f"{pcodec['zarrflow']:.0f}", "pcodec_numcodecs": f"{pcodec['numcodecs']:.0f}"}
 
@@ -443,18 +442,30 @@ def split_values(results: Path) -> Values:
                  f"{c['samples_per_s']:.1f}", f"{1e3 * res['batch_size'] / c['samples_per_s']:.0f}",
                  "", f"{c['real_over_synthetic']:.3f}"])
     synth = [r for r in res["runs"] if r["run"] == "synthetic"]
-    gpu = runs["zarrflow-gpu@0"]["loader_stats"]
-    best = max(runs[n]["real_over_synthetic"] for n in SPLIT_RUNS)
     return {
         "split_table": table(["decoding", "host share", "samples/s", "step ms", "waiting",
                               "real/synthetic"], rows),
-        "split_device": res["device"], "split_date": res["date"],
+        "split_date": res["date"],
         "split_synthetic": " / ".join(f"{r['samples_per_s']:.1f}" for r in synth),
-        "split_synthetic_ms": _step_ms(res, synth[0]),
-        "split_pieces": f"{gpu['internal_batches'] / gpu['batches']:.1f}",
-        "split_piece_ms": f"{gpu['decode_ms'] / gpu['internal_batches']:.0f}",
-        "split_best_of_ceiling": f"{best / c['real_over_synthetic']:.2f}",
     }
+
+
+# --- 71 compressed channels with the default loader --------------------------------------------
+ZSTD71 = "train_unet_71ch_zstd_h100_budget.json"
+
+
+def zstd71_values(results: Path) -> Values:
+    res = load(results, ZSTD71)
+    runs = {r["run"]: r for r in res["runs"]}
+    synth = " / ".join(f"{r['samples_per_s']:.1f}" for r in res["runs"] if r["run"] == "synthetic")
+    default, gpu = runs["zarrflow-gpu"], runs["zarrflow-gpu@0"]
+    stats = default["loader_stats"]
+    sentence = (f"{default['samples_per_s']:.1f} samples/s with the Loader's defaults "
+                f"({default['real_over_synthetic']:.3f} of {synth} synthetic, waits "
+                f"{100 * default['data_wait_fraction']:.1f}%), {gpu['samples_per_s']:.1f} with all "
+                f"chunks decoded on the GPU ({gpu['real_over_synthetic']:.3f}), "
+                f"{stats['internal_batches'] / stats['batches']:.1f} nvCOMP pieces a batch")
+    return {"zstd71_sentence": sentence, "zstd71_device": res["device"], "zstd71_date": res["date"]}
 
 
 # --- four GPUs of one node ---------------------------------------------------------------------------
@@ -501,6 +512,25 @@ def node_values(results: Path) -> Values:
         "node_max_wait": f"{100 * max(runs[n]['data_wait_fraction'] for n in DDP_RUNS):.1f}%",
         "node_ddp_cpus": ", ".join(cpus) if all(cpus) else "left to the scheduler",
     }
+
+
+# --- DDP at 71 uncompressed channels on four GPUs ---------------------------------------------------
+DDP71 = "train_unet_71ch_4xh100_ddp.json"
+
+
+def ddp71_values(results: Path) -> Values:
+    res = load(results, DDP71)
+    runs = {r["run"]: r for r in res["runs"]}
+    synth, real = runs["synthetic"], runs["zarrflow-gpu"]
+    pairs = list(zip(synth["epochs"][1:], real["epochs"][1:]))
+    per_epoch = ", ".join(f"{r['samples_per_s'] / s['samples_per_s']:.3f}" for s, r in pairs)
+    steps = " / ".join(f"{r['step_ms_median']:.0f}" for _, r in pairs)
+    synth_steps = " / ".join(f"{s['step_ms_median']:.0f}" for s, _ in pairs)
+    sentence = (f"{real['real_over_synthetic']:.3f} of synthetic over epochs 1–3 ({per_epoch}), median "
+                f"steps {steps} ms against {synth_steps}: one slow step at an epoch's end moves "
+                f"its figure by several percent")
+    return {"ddp71_date": res["date"], "ddp71_steps": str(len(real["epochs"][1]["step_ms"])),
+            "ddp71_wait": f"{100 * real['data_wait_fraction']:.1f}%", "ddp71_sentence": sentence}
 
 
 # --- rechunking --------------------------------------------------------------------------------------
@@ -557,7 +587,8 @@ def remote_values(results: Path) -> Values:
 
 
 SECTIONS = (realism_values, read_values, numcodecs_values, gpu_values, loader_values,
-            ceilings_values, sm_cost_values, training_values, split_values, node_values,
+            ceilings_values, sm_cost_values, training_values, split_values, zstd71_values,
+            node_values, ddp71_values,
             rechunk_values, remote_values)
 
 
