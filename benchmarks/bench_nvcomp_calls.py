@@ -63,8 +63,8 @@ def call_times(arr, counts: list[int], runs: int) -> list[dict]:
                    fetch_ms=statistics.median(r["fetch_ms"] for r in reports),
                    read_ms=1e3 * wall)
         rows.append(row)
-        print(f"calls: {n:4d} chunks  decode {row['decode_ms']:6.1f} ms  read {row['read_ms']:6.1f} ms"
-              f"  ({row['pieces']} piece)", flush=True)
+        print(f"calls: {n:4d} chunks  decode {row['decode_ms']:6.1f} ms  "
+              f"read {row['read_ms']:6.1f} ms  ({row['pieces']} piece)", flush=True)
     return rows
 
 
@@ -102,9 +102,11 @@ def side_by_side(arr, n: int, parts_list: list[int], runs: int) -> list[dict]:
 
 
 def markdown(res: dict) -> str:
-    lines = [f"nvCOMP zstd calls, {res['gpu']}, {res['fields']} chunks of 4.15 MB, {res['date']}", "",
+    lines = [f"nvCOMP zstd calls, {res['gpu']}, {res['fields']} chunks of 4.15 MB, {res['date']}",
+             "",
              "| chunks in the call | decoded GB | decode stage ms |", "|---:|---:|---:|"]
-    lines += [f"| {r['chunks']} | {r['decoded_GB']:.2f} | {r['decode_ms']:.1f} |" for r in res["calls"]]
+    lines += [f"| {r['chunks']} | {r['decoded_GB']:.2f} | {r['decode_ms']:.1f} |"
+              for r in res["calls"]]
     lines += ["", "| reads side by side | GB/s (whole store) |", "|---:|---:|"]
     lines += [f"| {r['reads']} | {r['GBps']:.2f} |" for r in res["side_by_side"]]
     return "\n".join(lines) + "\n"
@@ -127,7 +129,8 @@ def plot(res: dict, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=Path("bench_data"))
     ap.add_argument("--out", type=Path, default=Path("bench_results"))
     ap.add_argument("--size-gb", type=float, default=2.0)

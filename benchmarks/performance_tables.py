@@ -514,7 +514,7 @@ def node_values(results: Path) -> Values:
     }
 
 
-# --- DDP at 71 uncompressed channels on four GPUs ---------------------------------------------------
+# --- DDP at 71 uncompressed channels on four GPUs ------------------------------------------------
 DDP71 = "train_unet_71ch_4xh100_ddp.json"
 
 
@@ -526,9 +526,9 @@ def ddp71_values(results: Path) -> Values:
     per_epoch = ", ".join(f"{r['samples_per_s'] / s['samples_per_s']:.3f}" for s, r in pairs)
     steps = " / ".join(f"{r['step_ms_median']:.0f}" for _, r in pairs)
     synth_steps = " / ".join(f"{s['step_ms_median']:.0f}" for s, _ in pairs)
-    sentence = (f"{real['real_over_synthetic']:.3f} of synthetic over epochs 1–3 ({per_epoch}), median "
-                f"steps {steps} ms against {synth_steps}: one slow step at an epoch's end moves "
-                f"its figure by several percent")
+    sentence = (f"{real['real_over_synthetic']:.3f} of synthetic over epochs 1–3 ({per_epoch}), "
+                f"median steps {steps} ms against {synth_steps}: one slow step at an epoch's end "
+                f"moves its figure by several percent")
     return {"ddp71_date": res["date"], "ddp71_steps": str(len(real["epochs"][1]["step_ms"])),
             "ddp71_wait": f"{100 * real['data_wait_fraction']:.1f}%", "ddp71_sentence": sentence}
 

@@ -81,10 +81,10 @@ struct PieceBounds {
 };
 
 // Decoded bytes of one piece of chunks nvCOMP decodes (zstd, deflate). A call costs about one
-// chunk's serial decode whatever its size (4 MB zstd chunks on an H100: 26 ms for one chunk, 42 ms
-// for 33 to 132, 56 ms for 481), and calls do not overlap each other, so pieces are as large as
-// memory allows: 1/24 of the GPU (`gpu_total`), at most 8 GB, at least 256 MB. Within that,
-// `read_budget` (bytes this read may hold, a loader worker's share of zarrflow's memory limit
+// chunk's serial decode whatever its size, and calls do not overlap each other
+// (benchmarks/bench_nvcomp_calls.py; docs/settings.md, "GPU read pieces"), so pieces are as
+// large as memory allows: 1/24 of the GPU (`gpu_total`), at most 8 GB, at least 256 MB. Within
+// that, `read_budget` (bytes this read may hold, a loader worker's share of zarrflow's memory limit
 // beside its batches) when given, else an eighth of `available` (free or idle under the limit:
 // other readers may read at once). A piece holds up to kNvcompPieceFootprint times its decoded
 // bytes: two in flight with their staging and decoded chunks, and nvCOMP's zstd scratch (3.05x).
