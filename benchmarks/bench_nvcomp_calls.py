@@ -32,9 +32,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_gpu as bg  # noqa: E402
+import bench_read as br  # noqa: E402
 from _plotting import pyplot  # noqa: E402
 
-FIELD_BYTES = 721 * 1440 * 4
+FIELD_BYTES = br.FIELD_BYTES  # one chunk: a 721 x 1440 float32 field
 
 
 def read_to_gpu(arr, region, runs: int):
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not zarrflow.cuda_available():
         sys.exit(f"zarrflow sees no usable GPU: {zarrflow.cuda_status()}")
-    n = int(args.size_gb * 1e9 // FIELD_BYTES)
+    n = max(1, int(np.ceil(args.size_gb * 1e9 / FIELD_BYTES)))  # as bench_gpu.py: its store
     paths = bg.write_stores(args.data, n, ["zstd-3"], args.threads,
                             lambda c, why: sys.exit(f"{c}: {why}"))
     zarrflow.set_num_threads(args.threads)

@@ -424,6 +424,11 @@ SPLIT_RUNS = {"zarrflow-gpu@0": "all chunks decoded on the GPU", "zarrflow-gpu@1
               "zarrflow-gpu@best": "the best split of the two costs"}
 
 
+def _synthetic_rates(res: dict) -> str:
+    """samples/s of a training result's synthetic runs, " / " between them."""
+    return " / ".join(f"{r['samples_per_s']:.1f}" for r in res["runs"] if r["run"] == "synthetic")
+
+
 def _step_ms(res: dict, run: dict) -> str:
     return f"{1e3 * res['batch_size'] / run['samples_per_s']:.0f}"
 
@@ -441,12 +446,10 @@ def split_values(results: Path) -> Values:
     rows.append(["ceiling of that split (decode_split.py)", f"{c['host_share']:.2f}",
                  f"{c['samples_per_s']:.1f}", f"{1e3 * res['batch_size'] / c['samples_per_s']:.0f}",
                  "", f"{c['real_over_synthetic']:.3f}"])
-    synth = [r for r in res["runs"] if r["run"] == "synthetic"]
     return {
         "split_table": table(["decoding", "host share", "samples/s", "step ms", "waiting",
                               "real/synthetic"], rows),
-        "split_date": res["date"],
-        "split_synthetic": " / ".join(f"{r['samples_per_s']:.1f}" for r in synth),
+        "split_date": res["date"], "split_synthetic": _synthetic_rates(res),
     }
 
 
@@ -457,7 +460,7 @@ ZSTD71 = "train_unet_71ch_zstd_h100_budget.json"
 def zstd71_values(results: Path) -> Values:
     res = load(results, ZSTD71)
     runs = {r["run"]: r for r in res["runs"]}
-    synth = " / ".join(f"{r['samples_per_s']:.1f}" for r in res["runs"] if r["run"] == "synthetic")
+    synth = _synthetic_rates(res)
     default, gpu = runs["zarrflow-gpu"], runs["zarrflow-gpu@0"]
     stats = default["loader_stats"]
     sentence = (f"{default['samples_per_s']:.1f} samples/s with the Loader's defaults "

@@ -119,8 +119,8 @@ PieceBounds ReadOp::piece_bounds() const {
   std::size_t free = 0, total = 0;
   if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
     cudaGetLastError();
-    total = std::size_t{72} << 30;  // pieces of 3 GB if the GPU's size cannot be had
-    free = total;
+    constexpr std::uint64_t kUnknownGpu = std::uint64_t{3} << 30;  // the GPU's size unknown
+    return {kUnknownGpu, kUnknownGpu};
   }
   const std::uint64_t available =
       std::min<std::uint64_t>(free + device_.cached_bytes(), device_.room());
