@@ -7,6 +7,7 @@
 #include <new>
 #include <optional>
 
+#include "zarrflow/core/prefault.h"
 #include "zarrflow/store/icechunk/manifest_generated.h"
 #include "zarrflow/store/icechunk/repo_generated.h"
 #include "zarrflow/store/icechunk/snapshot_generated.h"
@@ -194,8 +195,12 @@ Result<Buffer> payload(ConstByteSpan bytes, const FileHeader& header, std::strin
     return resource_exhausted(w + ": no memory for its " + std::to_string(n_alloc) +
                               "-byte payload");
   }
-  const std::size_t n =
-      ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), frame.data(), frame.size());
+  std::size_t n = 0;
+  {
+    // zstd writes the buffer front to back; its pages are faulted in on another core meanwhile.
+    const PrefaultAhead prefault(out.data(), out.size(), kLargePayload);
+    n = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), frame.data(), frame.size());
+  }
   if (ZSTD_isError(n)) return corrupt_data(w + ": zstd: " + ZSTD_getErrorName(n));
   out.resize(n);
   return out;

@@ -1,0 +1,75 @@
+#include "zarrflow/core/prefault.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <system_error>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+namespace zarrflow {
+namespace {
+
+#if defined(__linux__)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack the name, not the kernel
+#endif
+
+std::uintptr_t page_size() {
+  static const auto size = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+bool populate(std::byte* p, std::size_t n) { return madvise(p, n, MADV_POPULATE_WRITE) == 0; }
+#else
+std::uintptr_t page_size() { return 4096; }
+bool populate(std::byte*, std::size_t) { return false; }
+#endif
+
+}  // namespace
+
+bool PrefaultAhead::supported() {
+#if defined(__linux__)
+  // One page of a fresh mapping: EINVAL where the kernel does not know the advice.
+  void* p = mmap(nullptr, page_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return false;
+  const bool ok = populate(static_cast<std::byte*>(p), page_size());
+  munmap(p, page_size());
+  return ok;
+#else
+  return false;
+#endif
+}
+
+PrefaultAhead::PrefaultAhead(std::byte* data, std::size_t size, std::size_t min_bytes) {
+  if (data == nullptr || size < min_bytes || size == 0) return;
+  // madvise takes whole pages: the helper starts at the first page boundary inside the buffer
+  // and ends at the last one (the writer faults the partial pages at either end itself).
+  const std::uintptr_t page = page_size();
+  const auto first = (reinterpret_cast<std::uintptr_t>(data) + page - 1) / page * page;
+  const auto last = (reinterpret_cast<std::uintptr_t>(data) + size) / page * page;
+  if (last <= first) return;
+  try {
+    thread_ = std::thread(&PrefaultAhead::run, this, reinterpret_cast<std::byte*>(first),
+                          reinterpret_cast<std::byte*>(last));
+  } catch (const std::system_error&) {
+    // No thread to be had: the writer takes its own faults.
+  }
+}
+
+PrefaultAhead::~PrefaultAhead() {
+  stop_.store(true, std::memory_order_relaxed);
+  if (thread_.joinable()) thread_.join();
+}
+
+void PrefaultAhead::run(std::byte* begin, std::byte* end) {
+  for (std::byte* p = begin; p < end && !stop_.load(std::memory_order_relaxed); p += kStep) {
+    const std::size_t n = std::min<std::size_t>(kStep, static_cast<std::size_t>(end - p));
+    if (!populate(p, n)) return;  // unsupported, or no memory: the writer's faults will say
+    mapped_.fetch_add(n, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace zarrflow
