@@ -241,9 +241,15 @@ def test_metadata_file_sizes_are_capped_by_open_limits(repo) -> None:
     with pytest.raises(errors.CorruptChunkError, match="max_metadata_bytes") as e:
         zarrflow.open(path, limits={"max_metadata_bytes": 200})
     assert "snapshots/" in str(e.value)
+    # config.yaml is read for the settings of object-store containers ...
+    remote = {repo["prefix"]: None, "s3://another-bucket/": {"anon": True}}
     with pytest.raises(errors.CorruptChunkError, match="max_metadata_bytes") as e:
-        _open(repo, limits={"max_metadata_bytes": 64})  # config.yaml, read for the containers
+        _open(repo, virtual_chunk_containers=remote, limits={"max_metadata_bytes": 64})
     assert "config.yaml" in str(e.value)
+    # ... and not for local ones, which take none: the snapshot is the first file over the limit.
+    with pytest.raises(errors.CorruptChunkError, match="max_metadata_bytes") as e:
+        _open(repo, limits={"max_metadata_bytes": 64})
+    assert "snapshots/" in str(e.value)
     g = zarrflow.open(path, limits={"max_manifest_bytes": 64})
     assert g["zstd"].shape == (64, 300)  # metadata comes from the snapshot: no manifest read
     with pytest.raises(errors.CorruptChunkError, match="max_manifest_bytes") as e:
