@@ -4,7 +4,12 @@
 #include <cstdint>
 #include <system_error>
 
+#include <charconv>
+#include <fstream>
+#include <string>
+
 #ifdef __linux__
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
@@ -23,7 +28,17 @@ std::uintptr_t page_size() {
 }
 
 bool populate(std::byte* p, std::size_t n) { return madvise(p, n, MADV_POPULATE_WRITE) == 0; }
+
+bool idle_cpu_now() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return true;
+  std::ifstream in("/proc/loadavg");
+  std::string text;
+  std::getline(in, text);
+  return PrefaultAhead::a_cpu_is_idle(text, CPU_COUNT(&set));
+}
 #else
+bool idle_cpu_now() { return true; }
 std::uintptr_t page_size() { return 4096; }
 bool populate(std::byte*, std::size_t) { return false; }
 #endif
@@ -43,8 +58,25 @@ bool PrefaultAhead::supported() {
 #endif
 }
 
-PrefaultAhead::PrefaultAhead(std::byte* data, std::size_t size, std::size_t min_bytes) {
+bool PrefaultAhead::a_cpu_is_idle(std::string_view loadavg, int cpus) {
+  // "0.52 0.58 0.59 3/1234 5678": the fourth field is runnable/total threads.
+  std::size_t at = 0;
+  for (int field = 0; field < 3; ++field) {
+    at = loadavg.find(' ', at);
+    if (at == std::string_view::npos) return true;
+    ++at;
+  }
+  int runnable = 0;
+  const auto [end, ec] =
+      std::from_chars(loadavg.data() + at, loadavg.data() + loadavg.size(), runnable);
+  if (ec != std::errc() || end == loadavg.data() + loadavg.size() || *end != '/') return true;
+  return runnable < cpus;
+}
+
+PrefaultAhead::PrefaultAhead(std::byte* data, std::size_t size, std::size_t min_bytes,
+                             bool even_if_all_cpus_busy) {
   if (data == nullptr || size < min_bytes || size == 0) return;
+  if (!even_if_all_cpus_busy && !idle_cpu_now()) return;
   // madvise takes whole pages: the helper starts at the first page boundary inside the buffer
   // and ends at the last one (the writer faults the partial pages at either end itself).
   const std::uintptr_t page = page_size();

@@ -7,11 +7,13 @@
 // writer finds its pages mapped. It never changes the buffer's contents (Linux's
 // MADV_POPULATE_WRITE maps pages as a write would, without writing), so it may run over pages
 // the writer has already filled. Where the kernel lacks it (Linux < 5.14, other systems) the
-// helper stops at once and the writer takes its faults as before.
+// helper stops at once and the writer takes its faults as before; when every CPU the process may
+// use is busy at the start, no helper starts: it would only take time from another thread.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <string_view>
 #include <thread>
 
 namespace zarrflow {
@@ -19,8 +21,10 @@ namespace zarrflow {
 class PrefaultAhead {
  public:
   // Starts the helper over [data, data + size); nothing happens for buffers under `min_bytes`,
-  // where a thread costs more than the faults it saves.
-  PrefaultAhead(std::byte* data, std::size_t size, std::size_t min_bytes = kMinBytes);
+  // where a thread costs more than the faults it saves, nor (unless `even_if_all_cpus_busy`)
+  // while no CPU is idle.
+  PrefaultAhead(std::byte* data, std::size_t size, std::size_t min_bytes = kMinBytes,
+                bool even_if_all_cpus_busy = false);
   // Stops the helper (it finishes the step it is on) and waits for it.
   ~PrefaultAhead();
   PrefaultAhead(const PrefaultAhead&) = delete;
@@ -30,6 +34,9 @@ class PrefaultAhead {
   std::size_t bytes_mapped() const { return mapped_.load(std::memory_order_relaxed); }
   // Whether this system can fault pages in without writing them.
   static bool supported();
+  // Whether a CPU is idle, from /proc/loadavg's count of runnable threads (the caller's own
+  // included) against the CPUs the process may use; true when the text cannot be read.
+  static bool a_cpu_is_idle(std::string_view loadavg, int cpus);
 
   static constexpr std::size_t kMinBytes = std::size_t{4} << 20;
   static constexpr std::size_t kStep = std::size_t{2} << 20;  // one huge page, or 512 pages

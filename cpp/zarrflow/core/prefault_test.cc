@@ -34,7 +34,7 @@ TEST(PrefaultAhead, TheWriterRacingTheHelperKeepsEveryByteItWrote) {
     const std::size_t size = (std::size_t{24} << 20) + 12345;
     Buffer b = huge ? Buffer::huge_page_aligned(size) : Buffer(size);
     {
-      const PrefaultAhead prefault(b.data(), b.size());
+      const PrefaultAhead prefault(b.data(), b.size(), PrefaultAhead::kMinBytes, true);
       write_front_to_back(b);
     }
     EXPECT_EQ(first_wrong_byte(b), b.size()) << "huge pages: " << huge;
@@ -45,7 +45,7 @@ TEST(PrefaultAhead, PagesAlreadyWrittenKeepTheirContents) {
   Buffer b(std::size_t{8} << 20);
   write_front_to_back(b);
   {
-    const PrefaultAhead prefault(b.data(), b.size());
+    const PrefaultAhead prefault(b.data(), b.size(), PrefaultAhead::kMinBytes, true);
     // Wait for the helper to pass over the written pages (where the kernel lets it).
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (PrefaultAhead::supported() && prefault.bytes_mapped() + 2 * 4096 < b.size() &&
@@ -79,7 +79,8 @@ TEST(PrefaultAhead, MapsEveryWholePageOfTheBufferWhereTheKernelCan) {
   EXPECT_EQ(resident_pages(bytes, size), 0u);
   std::size_t mapped = 0;
   {
-    const PrefaultAhead prefault(bytes, size);
+    const PrefaultAhead prefault(bytes, size, PrefaultAhead::kMinBytes,
+                                 /*even_if_all_cpus_busy=*/true);
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (prefault.bytes_mapped() < size && std::chrono::steady_clock::now() < give_up)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -93,9 +94,19 @@ TEST(PrefaultAhead, MapsEveryWholePageOfTheBufferWhereTheKernelCan) {
 
 TEST(PrefaultAhead, BuffersUnderTheThresholdAreLeftToTheWriter) {
   Buffer b(std::size_t{1} << 20);
-  const PrefaultAhead prefault(b.data(), b.size());
+  const PrefaultAhead prefault(b.data(), b.size(), PrefaultAhead::kMinBytes, true);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(prefault.bytes_mapped(), 0u);
+}
+
+TEST(PrefaultAhead, StartsOnlyWhenACpuIsIdle) {
+  EXPECT_TRUE(PrefaultAhead::a_cpu_is_idle("0.52 0.58 0.59 3/1234 5678\n", 16));
+  EXPECT_TRUE(PrefaultAhead::a_cpu_is_idle("15.1 14.0 9.3 15/980 4321", 16));
+  EXPECT_FALSE(PrefaultAhead::a_cpu_is_idle("15.9 14.0 9.3 16/980 4321", 16));
+  EXPECT_FALSE(PrefaultAhead::a_cpu_is_idle("1.0 1.0 1.0 2/300 99", 2));
+  // What cannot be read does not stop the helper.
+  for (const char* odd : {"", "0.5 0.5", "0.5 0.5 0.5 x/10 1", "0.5 0.5 0.5 7", "a b c 4"})
+    EXPECT_TRUE(PrefaultAhead::a_cpu_is_idle(odd, 16)) << odd;
 }
 
 }  // namespace
