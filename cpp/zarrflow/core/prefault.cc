@@ -1,12 +1,11 @@
 #include "zarrflow/core/prefault.h"
 
 #include <algorithm>
-#include <cstdint>
-#include <system_error>
-
 #include <charconv>
+#include <cstdint>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #ifdef __linux__
 #include <sched.h>
@@ -75,7 +74,8 @@ bool PrefaultAhead::a_cpu_is_idle(std::string_view loadavg, int cpus) {
 
 PrefaultAhead::PrefaultAhead(std::byte* data, std::size_t size, std::size_t min_bytes,
                              bool even_if_all_cpus_busy) {
-  if (data == nullptr || size < min_bytes || size == 0) return;
+  static const bool kSupported = supported();
+  if (!kSupported || data == nullptr || size < min_bytes || size == 0) return;
   if (!even_if_all_cpus_busy && !idle_cpu_now()) return;
   // madvise takes whole pages: the helper starts at the first page boundary inside the buffer
   // and ends at the last one (the writer faults the partial pages at either end itself).

@@ -6,9 +6,9 @@
 // that work to a helper thread that walks the buffer from the front ahead of the writer, so the
 // writer finds its pages mapped. It never changes the buffer's contents (Linux's
 // MADV_POPULATE_WRITE maps pages as a write would, without writing), so it may run over pages
-// the writer has already filled. Where the kernel lacks it (Linux < 5.14, other systems) the
-// helper stops at once and the writer takes its faults as before; when every CPU the process may
-// use is busy at the start, no helper starts: it would only take time from another thread.
+// the writer has already filled. Where the kernel lacks it (Linux < 5.14, other systems) no
+// helper starts and the writer takes its faults as before; nor does one while every CPU the
+// process may use is busy: it would only take time from another thread.
 #pragma once
 
 #include <atomic>
@@ -30,7 +30,7 @@ class PrefaultAhead {
   PrefaultAhead(const PrefaultAhead&) = delete;
   PrefaultAhead& operator=(const PrefaultAhead&) = delete;
 
-  // Bytes the helper has mapped so far (0 when it could not run).
+  // Bytes the helper has mapped so far (0 when none started).
   std::size_t bytes_mapped() const { return mapped_.load(std::memory_order_relaxed); }
   // Whether this system can fault pages in without writing them.
   static bool supported();
