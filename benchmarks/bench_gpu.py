@@ -16,6 +16,10 @@ Readers, all ending with the decoded array in GPU memory (--readers picks some):
                       to zarr-python's pipeline), then torch.from_numpy(x).cuda()
   kvikio-GDSStore     zarr.config.enable_gpu() on a kvikio.zarr.GDSStore: chunk files read with
                       kvikio (cuFile, or its POSIX compatibility mode) into CuPy buffers
+The peers' packages beyond zarr and numcodecs, for a host without them (scripts/gpu_run.sh installs
+every .whl-*/ directory): zarrs; kvikio-cu13 with libkvikio-cu13, rapids-logger, nvidia-cufile and
+cuda-pathfinder (libkvikio loads the last three at import), all as cp312 wheels
+(`pip download --no-deps --only-binary=:all: --python-version 3.12 ...`).
 Every reader's result is checked bit-for-bit against zarrflow's CPU read before it is timed. A
 reader that cannot be imported, opened, or fails, or reads different values, is recorded as
 unavailable with the reason (exception type and message) and the run goes on.
