@@ -129,7 +129,7 @@ def open_repository(path: str, storage: Any, ref: str | None,
     max_bytes = caps.get("max_metadata_bytes", _DEFAULT_METADATA_BYTES)
     # Only object-store containers take settings from the configuration (a region, an endpoint,
     # anonymous access); with local ones alone it is not read (nor, for spec 1, PyYAML imported).
-    remote = any(not normalize_prefix(p).startswith("file://") for p in virtual_chunk_containers)
+    remote = any(is_remote(normalize_prefix(p)) for p in virtual_chunk_containers)
     defaults = container_defaults(repo, storage, max_bytes) if remote else {}
     containers = build_containers(virtual_chunk_containers, defaults)
     display = path if is_remote(path) else os.path.abspath(path)

@@ -72,10 +72,9 @@ bool PrefaultAhead::a_cpu_is_idle(std::string_view loadavg, int cpus) {
   return runnable < cpus;
 }
 
-PrefaultAhead::PrefaultAhead(std::byte* data, std::size_t size, std::size_t min_bytes,
-                             bool even_if_all_cpus_busy) {
+PrefaultAhead::PrefaultAhead(std::byte* data, std::size_t size, bool even_if_all_cpus_busy) {
   static const bool kSupported = supported();
-  if (!kSupported || data == nullptr || size < min_bytes || size == 0) return;
+  if (!kSupported || data == nullptr || size < kMinBytes) return;
   if (!even_if_all_cpus_busy && !idle_cpu_now()) return;
   // madvise takes whole pages: the helper starts at the first page boundary inside the buffer
   // and ends at the last one (the writer faults the partial pages at either end itself).

@@ -20,11 +20,10 @@ namespace zarrflow {
 
 class PrefaultAhead {
  public:
-  // Starts the helper over [data, data + size); nothing happens for buffers under `min_bytes`,
-  // where a thread costs more than the faults it saves, nor (unless `even_if_all_cpus_busy`)
-  // while no CPU is idle.
-  PrefaultAhead(std::byte* data, std::size_t size, std::size_t min_bytes = kMinBytes,
-                bool even_if_all_cpus_busy = false);
+  // Starts the helper over [data, data + size); nothing happens for buffers under kMinBytes,
+  // where a thread costs more than the faults it saves, nor (unless `even_if_all_cpus_busy`, for
+  // tests) while no CPU is idle.
+  PrefaultAhead(std::byte* data, std::size_t size, bool even_if_all_cpus_busy = false);
   // Stops the helper (it finishes the step it is on) and waits for it.
   ~PrefaultAhead();
   PrefaultAhead(const PrefaultAhead&) = delete;

@@ -34,7 +34,7 @@ TEST(PrefaultAhead, TheWriterRacingTheHelperKeepsEveryByteItWrote) {
     const std::size_t size = (std::size_t{24} << 20) + 12345;
     Buffer b = huge ? Buffer::huge_page_aligned(size) : Buffer(size);
     {
-      const PrefaultAhead prefault(b.data(), b.size(), PrefaultAhead::kMinBytes, true);
+      const PrefaultAhead prefault(b.data(), b.size(), true);
       write_front_to_back(b);
     }
     EXPECT_EQ(first_wrong_byte(b), b.size()) << "huge pages: " << huge;
@@ -45,7 +45,7 @@ TEST(PrefaultAhead, PagesAlreadyWrittenKeepTheirContents) {
   Buffer b(std::size_t{8} << 20);
   write_front_to_back(b);
   {
-    const PrefaultAhead prefault(b.data(), b.size(), PrefaultAhead::kMinBytes, true);
+    const PrefaultAhead prefault(b.data(), b.size(), true);
     // Wait for the helper to pass over the written pages (where the kernel lets it).
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (PrefaultAhead::supported() && prefault.bytes_mapped() + 2 * 4096 < b.size() &&
@@ -79,8 +79,7 @@ TEST(PrefaultAhead, MapsEveryWholePageOfTheBufferWhereTheKernelCan) {
   EXPECT_EQ(resident_pages(bytes, size), 0u);
   std::size_t mapped = 0;
   {
-    const PrefaultAhead prefault(bytes, size, PrefaultAhead::kMinBytes,
-                                 /*even_if_all_cpus_busy=*/true);
+    const PrefaultAhead prefault(bytes, size, /*even_if_all_cpus_busy=*/true);
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (prefault.bytes_mapped() < size && std::chrono::steady_clock::now() < give_up)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -94,7 +93,7 @@ TEST(PrefaultAhead, MapsEveryWholePageOfTheBufferWhereTheKernelCan) {
 
 TEST(PrefaultAhead, BuffersUnderTheThresholdAreLeftToTheWriter) {
   Buffer b(std::size_t{1} << 20);
-  const PrefaultAhead prefault(b.data(), b.size(), PrefaultAhead::kMinBytes, true);
+  const PrefaultAhead prefault(b.data(), b.size(), true);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(prefault.bytes_mapped(), 0u);
 }

@@ -59,7 +59,7 @@ class MemoryPlan:
         """Device bytes each worker's reads may hold under the limit, beside the batches, the
         cache and other loaders' plans (0 without a limit: reads judge from what is free). Sizes
         the pieces of chunks nvCOMP decodes, whose calls cost about the same whatever their size,
-        so that a batch takes as few calls as the limit allows."""
+        from the limit rather than from what happens to be free when each read starts."""
         if not self.limit:
             return 0
         return max(self.limit - self.held - self.others, 0) // self.workers

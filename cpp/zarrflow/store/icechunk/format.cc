@@ -198,7 +198,7 @@ Result<Buffer> payload(ConstByteSpan bytes, const FileHeader& header, std::strin
   std::size_t n = 0;
   {
     // zstd writes the buffer front to back; its pages are faulted in on another core meanwhile.
-    const PrefaultAhead prefault(out.data(), out.size(), kLargePayload);
+    const PrefaultAhead prefault(out.data(), out.size());
     n = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), frame.data(), frame.size());
   }
   if (ZSTD_isError(n)) return corrupt_data(w + ": zstd: " + ZSTD_getErrorName(n));
