@@ -5,8 +5,9 @@
 //   ZF_SYNC_LANES()  __syncwarp() in device code (all 32 lanes of the warp must reach it), nothing
 //                    on the host, where a decode runs as lane 0 of 1.
 //   DecodeStatus     the negative codes the decoders return. -1..-3 have the meaning of the
-//                    kernels' KernelError codes (kernels.h); -4, -5 and -9 are left to the
-//                    kernels (size mismatch, unknown kind, checksum mismatch).
+//                    kernels' KernelError codes (kernels.h), and so has -4; -5 and -9 are left to the
+//                    kernels (unknown kind, checksum mismatch); -10 and -11 are
+//                    the zstd decoder's (zstd_frame.h).
 #pragma once
 
 #include <cstddef>
@@ -31,9 +32,12 @@ enum DecodeStatus : int {
   kDecodeTruncated = -1,          // the input ends inside a token or before the end-of-block
   kDecodeOverflow = -2,           // the output would grow past dst_size
   kDecodeOffsetBeforeStart = -3,  // a match reaches back before the start of dst
+  kDecodeSizeMismatch = -4,       // the output is not the size expected (zstd)
   kDecodeEndOfBlock = -6,         // an LZ4 match too close to the end of the output
   kDecodeTrailingGarbage = -7,    // input remains after what must be the last sequence
   kDecodeTooLarge = -8,           // dst_size does not fit the int return value
+  kDecodeCorrupt = -10,           // a zstd frame breaks the format's rules
+  kDecodeUnsupported = -11,       // a zstd frame the GPU decoder leaves to the host (zstd_frame.h)
 };
 
 ZF_HD inline const char* decode_status_name(int status) {
@@ -44,12 +48,18 @@ ZF_HD inline const char* decode_status_name(int status) {
       return "output overflow";
     case kDecodeOffsetBeforeStart:
       return "match offset before the start of the output";
+    case kDecodeSizeMismatch:
+      return "decoded size differs from the expected";
     case kDecodeEndOfBlock:
       return "match within the last 5 bytes of the output";
     case kDecodeTrailingGarbage:
       return "input left after the last sequence";
     case kDecodeTooLarge:
       return "output larger than 2 GiB";
+    case kDecodeCorrupt:
+      return "malformed zstd frame";
+    case kDecodeUnsupported:
+      return "zstd frame left to the host decoder";
     default:
       return status >= 0 ? "ok" : "unknown error";
   }

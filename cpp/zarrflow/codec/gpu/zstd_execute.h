@@ -1,0 +1,130 @@
+// The last stage of the GPU zstd decoder: running a frame's sequences (RFC 8878 §3.1.2),
+// host and device code. In a kernel one thread block takes a frame:
+//
+//   1. one thread resolves the chain the blocks left symbolic (zstd_block.h): where each block's
+//      output starts and the repeat offsets it starts with (resolve_zstd_blocks);
+//   2. the block's sequences run a window at a time, one thread a sequence: a scan gives each its
+//      output and literal positions (ZstdTask); every thread copies its literals, and its match
+//      when the match reads only bytes before the window (independent_match), all at once;
+//   3. the window's other matches -- those reading bytes the window writes -- run after, in
+//      order, one warp each match (copy_match).
+//
+// Matches copy with the periodic form of LZ77 (as lz4_block.h): byte k of a match at p with
+// offset d is dst[p - d + k % d], so a match reads only bytes before p, never its own output,
+// and its lanes need no ordering among themselves. Offsets in zstd frames of gridded data are
+// mostly tens of kilobytes, longer than a window's output, so step 3 is usually short.
+#pragma once
+
+#include <cstdint>
+
+#include "zarrflow/codec/gpu/hd.h"
+#include "zarrflow/codec/gpu/zstd_block.h"
+#include "zarrflow/codec/gpu/zstd_frame.h"
+
+namespace zarrflow::gpu {
+
+// Sets each block's out_pos and in_history, in order; 0, or kDecodeOverflow /
+// kDecodeSizeMismatch when the blocks' outputs do not add up to dst_size.
+ZF_HD inline int resolve_zstd_blocks(ZstdBlockPlan* blocks, std::uint32_t n,
+                                     std::uint64_t dst_size) {
+  std::uint32_t hist[3] = {1, 4, 8};
+  std::uint64_t pos = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    ZstdBlockPlan& b = blocks[i];
+    const std::uint64_t size = b.type == kZstdCompressed ? b.out_size : b.size;
+    b.out_pos = std::uint32_t(pos);
+    pos += size;
+    if (pos > dst_size) return kDecodeOverflow;
+    for (int k = 0; k < 3; ++k) b.in_history[k] = hist[k];
+    if (b.type == kZstdCompressed) {
+      std::uint32_t next[3];
+      for (int k = 0; k < 3; ++k) next[k] = OffsetRef::resolve(b.history[k], b.in_history);
+      for (int k = 0; k < 3; ++k) hist[k] = next[k];
+    }
+  }
+  return pos == dst_size ? 0 : kDecodeSizeMismatch;
+}
+
+// One sequence placed: its literals go to dst[out, out + ll) from lit[lit, lit + ll), its match
+// to dst[out + ll, out + ll + ml) from `off` bytes back.
+struct ZstdTask {
+  std::uint32_t out, lit, ll, ml, off;
+};
+
+// The match reads no byte at or after `window_start` (all of those are final before the window).
+ZF_HD inline bool independent_match(const ZstdTask& t, std::uint32_t window_start) {
+  const std::uint32_t p = t.out + t.ll;
+  const std::uint32_t reach = t.off < t.ml ? t.off : t.ml;
+  return p - t.off + reach <= window_start;
+}
+
+// The offset lies within what the frame has produced.
+ZF_HD inline bool valid_offset(const ZstdTask& t) {
+  return t.off != 0 && t.off <= t.out + t.ll;
+}
+
+ZF_HD inline void copy_literals(const ZstdTask& t, const std::uint8_t* lit, std::uint8_t* dst,
+                                int lane, int nlanes) {
+  for (std::uint32_t i = lane; i < t.ll; i += nlanes) dst[t.out + i] = lit[t.lit + i];
+}
+
+ZF_HD inline void copy_match(const ZstdTask& t, std::uint8_t* dst, int lane, int nlanes) {
+  const std::uint32_t p = t.out + t.ll;
+  std::uint8_t* to = dst + p;
+  const std::uint8_t* from = dst + (p - t.off);
+  if (t.off >= t.ml) {
+    for (std::uint32_t i = lane; i < t.ml; i += nlanes) to[i] = from[i];
+  } else {
+    for (std::uint32_t i = lane; i < t.ml; i += nlanes) to[i] = from[i % t.off];
+  }
+}
+
+// XXH64 of data[0, n) with seed 0 (the frame checksum's hash; one thread).
+ZF_HD inline std::uint64_t xxh64(const std::uint8_t* data, std::uint64_t n) {
+  constexpr std::uint64_t P1 = 0x9E3779B185EBCA87ull, P2 = 0xC2B2AE3D27D4EB4Full,
+                          P3 = 0x165667B19E3779F9ull, P4 = 0x85EBCA77C2B2AE63ull,
+                          P5 = 0x27D4EB2F165667C5ull;
+  const auto rotl = [](std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
+  const auto load64 = [](const std::uint8_t* p) {
+    std::uint64_t v = 0;
+    for (int k = 0; k < 8; ++k) v |= std::uint64_t(p[k]) << (8 * k);
+    return v;
+  };
+  const auto round = [&](std::uint64_t acc, std::uint64_t lane) {
+    return rotl(acc + lane * P2, 31) * P1;
+  };
+  const auto merge = [&](std::uint64_t h, std::uint64_t acc) {
+    return (h ^ round(0, acc)) * P1 + P4;
+  };
+  std::uint64_t i = 0, h;
+  if (n >= 32) {
+    std::uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
+    for (; i + 32 <= n; i += 32) {
+      v1 = round(v1, load64(data + i));
+      v2 = round(v2, load64(data + i + 8));
+      v3 = round(v3, load64(data + i + 16));
+      v4 = round(v4, load64(data + i + 24));
+    }
+    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+    h = merge(merge(merge(merge(h, v1), v2), v3), v4);
+  } else {
+    h = P5;
+  }
+  h += n;
+  for (; i + 8 <= n; i += 8) h = rotl(h ^ round(0, load64(data + i)), 27) * P1 + P4;
+  if (i + 4 <= n) {
+    std::uint64_t v = 0;
+    for (int k = 0; k < 4; ++k) v |= std::uint64_t(data[i + k]) << (8 * k);
+    h = rotl(h ^ (v * P1), 23) * P2 + P3;
+    i += 4;
+  }
+  for (; i < n; ++i) h = rotl(h ^ (data[i] * P5), 11) * P1;
+  h ^= h >> 33;
+  h *= P2;
+  h ^= h >> 29;
+  h *= P3;
+  h ^= h >> 32;
+  return h;
+}
+
+}  // namespace zarrflow::gpu
