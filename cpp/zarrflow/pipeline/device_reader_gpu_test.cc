@@ -193,13 +193,17 @@ TEST_F(DeviceReadTest, BloscLz4AndBlosclzOnOwnKernels) {
     }
 }
 
-TEST_F(DeviceReadTest, ZstdThroughNvcomp) {
+// zstd decodes on the GPU with zarrflow's decoder, nvCOMP or not, and with nvCOMP's when
+// ZARRFLOW_GPU_ZSTD=nvcomp asks for it: the same bytes.
+TEST_F(DeviceReadTest, ZstdOnTheGpuWithEitherDecoder) {
   auto store = make("z", R"([{"name": "bytes", "configuration": {"endian": "little"}},
                              {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
                     zstd);
-  const bool have_nvcomp = Nvcomp::get().ok();
-  expect_same(store, "z", Selection::full({5, 9, 7}),
-              have_nvcomp ? GpuDecode::kOn : GpuDecode::kAuto, have_nvcomp ? 0 : 26);
+  expect_same(store, "z", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
+  if (!Nvcomp::get().ok()) return;
+  ASSERT_EQ(setenv("ZARRFLOW_GPU_ZSTD", "nvcomp", 1), 0);
+  expect_same(store, "z", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
+  unsetenv("ZARRFLOW_GPU_ZSTD");
 }
 
 // host_share moves decoding of compressed chunks to the host threads, evenly; uncompressed
@@ -1006,23 +1010,21 @@ TEST_F(DeviceReadTest, InternalBatchesAreEven) {
 }
 
 // Pieces spread over any number of lanes (streams) read the same bytes as the CPU (zarrflow's
-// kernels; a read nvCOMP decodes keeps one lane whatever the setting, and reads the same too;
-// Blosc chunks of zstd blocks call nvCOMP from every lane, each lane with its own scratch).
+// kernels; a read of zstd chunks keeps one lane whatever the setting, and reads the same too;
+// Blosc chunks of zstd blocks decode on every lane, each lane with its own scratch).
 TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
   struct Case {
     std::string codecs;
     std::function<Bytes(const Bytes&)> encode;
   };
   std::vector<Case> cases{{kBloscLz4, [](const Bytes& raw) { return blosc(raw, "lz4", 1, 0); }}};
-  if (Nvcomp::get().ok()) {
-    cases.push_back({R"([{"name": "bytes", "configuration": {"endian": "little"}},
-                         {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
-                     zstd});
-    cases.push_back({R"([{"name": "bytes", "configuration": {"endian": "little"}},
-        {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle",
-         "typesize": 4, "blocksize": 0}}])",
-                     [](const Bytes& raw) { return blosc(raw, "zstd", 2, 16384); }});
-  }
+  cases.push_back({R"([{"name": "bytes", "configuration": {"endian": "little"}},
+                       {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
+                   zstd});
+  cases.push_back({R"([{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle",
+       "typesize": 4, "blocksize": 0}}])",
+                   [](const Bytes& raw) { return blosc(raw, "zstd", 2, 16384); }});
   for (const Case& c : cases) {
     const FieldStore fs = field_store(
         14, c.codecs, [](int t, int k) { return float((t * 31 + k) % 977); }, c.encode);
@@ -1246,6 +1248,10 @@ TEST_F(DeviceReadTest, AFailedReadLeavesNoWorkOnItsBuffers) {
 TEST_F(DeviceReadTest, NvcompCallSplitWhenItsScratchDoesNotFit) {
   auto nv = Nvcomp::get();
   if (!nv.ok()) GTEST_SKIP() << "no nvCOMP: " << nv.status().to_string();
+  ASSERT_EQ(setenv("ZARRFLOW_GPU_ZSTD", "nvcomp", 1), 0);  // this test is of nvCOMP's zstd
+  struct Unset {
+    ~Unset() { unsetenv("ZARRFLOW_GPU_ZSTD"); }
+  } unset;
   constexpr int kChunks = 64;
   const FieldStore fs = field_store(
       kChunks, R"([{"name": "bytes", "configuration": {"endian": "little"}},

@@ -7,7 +7,8 @@
 //   check_sizes      compares nvCOMP's actual output sizes with the expected ones
 //   verify_checksums one thread block per inflated zlib / gzip stream: its Adler-32 / CRC-32
 //                    against the stream's trailer (nvCOMP ignores trailers; codec/gpu/checksum.h)
-// Job tables and status codes: kernel_jobs.h.
+//   zstd_decode      zarrflow's zstd decoder, four launches over all frames (zstd_kernels.cu)
+// Job tables and status codes: kernel_jobs.h, zstd_jobs.h.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,6 +16,7 @@
 #include <cstdint>
 
 #include "zarrflow/codec/gpu/kernel_jobs.h"
+#include "zarrflow/codec/gpu/zstd_jobs.h"
 
 namespace zarrflow::gpu {
 
@@ -34,5 +36,10 @@ cudaError_t launch_check_sizes(const std::size_t* d_actual, const std::size_t* d
 // still says OK (an inflate error or a size mismatch already reported stays).
 cudaError_t launch_verify_checksums(const ChecksumJob* d_jobs, std::uint32_t n, int* d_status,
                                     cudaStream_t stream);
+
+// Decodes every frame of `d_jobs` into its dst; status[job.status] = 0 or a KernelError.
+// `max_dst` is the largest dst_size among them.
+cudaError_t launch_zstd_decode(ZstdFrameJob* d_jobs, std::uint32_t n, std::uint64_t max_dst,
+                               int* d_status, cudaStream_t stream);
 
 }  // namespace zarrflow::gpu

@@ -179,7 +179,11 @@ JobTables::JobTables(const DecodeJobs& jobs) {
   zero_nans_.assign(1, 0);
   any_transform = std::any_of(jobs.scatters.begin(), jobs.scatters.end(),
                               [](const ScatterJob& j) { return j.tf.out != OutType::kStored; });
-  zstd = add_nvcomp(jobs.zstd);
+  if (jobs.zstd_frames.empty()) {
+    zstd = add_nvcomp(jobs.zstd);
+  } else {
+    zstd_frames = add(jobs.zstd_frames);
+  }
   deflate = add_nvcomp(jobs.deflate);
   streams = add(jobs.streams);
   unshuffles = add(jobs.unshuffles);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "zarrflow/codec/gpu/kernel_jobs.h"
+#include "zarrflow/codec/gpu/zstd_jobs.h"
 #include "zarrflow/pipeline/gpu/batch_layout.h"
 #include "zarrflow/pipeline/gpu/scatter_job.h"
 
@@ -40,6 +41,9 @@ struct DeviceAreas {
 
 struct DecodeJobs {
   NvcompJobs zstd, deflate;
+  // The zstd frames as zarrflow's decoder takes them (empty when nvCOMP decodes them), built from
+  // `zstd` once their scratch is known (ReadOp::prepare_zstd).
+  std::vector<ZstdFrameJob> zstd_frames;
   // Inflated zlib / gzip streams whose trailers the GPU checks; `status` is the index of the
   // stream's deflate job among the deflate jobs' status slots.
   std::vector<ChecksumJob> checksums;
@@ -80,7 +84,7 @@ class JobTables {
 
   Nvcomp zstd{}, deflate{};
   std::size_t streams = 0, unshuffles = 0, scatters = 0, tile_starts = 0, status = 0, nans = 0,
-              checksums = 0;
+              checksums = 0, zstd_frames = 0;
   std::int64_t total_tiles = 0;  // of the scatter
   bool any_transform = false;    // some scatter job transforms (its NaNs are counted)
 

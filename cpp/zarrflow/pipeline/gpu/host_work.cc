@@ -28,7 +28,7 @@ Status check_blosc(Item& it, ConstByteSpan stored, std::uint64_t n, const GpuDec
                                      " decoded bytes, expected " + std::to_string(n)));
   for (const auto& s : plan->streams) {
     if (s.kind != BloscStreamKind::kZstd && s.kind != BloscStreamKind::kZlib) continue;
-    if (!gpu.nvcomp) return to_cpu(it, gpu.nvcomp_missing);
+    if (s.kind == BloscStreamKind::kZlib && !gpu.nvcomp) return to_cpu(it, gpu.nvcomp_missing);
     ChainProgram inner;
     inner.codec = s.kind == BloscStreamKind::kZstd ? GpuCodec::kZstd : GpuCodec::kDeflate;
     auto p = locate_payload(inner, stored.subspan(it.payload.offset + s.src_offset, s.src_size),
@@ -104,7 +104,7 @@ Status check_gpu_item(Item& it, const std::byte* staged, const GpuDecoders& gpu)
                   "numcodecs LZ4 chunks over 1 MiB are single LZ4 blocks, which the host threads "
                   "decode several times faster than one GPU warp each (gpu_decode='on' keeps "
                   "them on the GPU)");
-  if ((codec == GpuCodec::kZstd || codec == GpuCodec::kDeflate) && !gpu.nvcomp)
+  if (codec == GpuCodec::kDeflate && !gpu.nvcomp)
     return to_cpu(it, gpu.nvcomp_missing);
   if (codec == GpuCodec::kBlosc) return check_blosc(it, stored, n, gpu);
   return {};

@@ -33,14 +33,15 @@ Status read_converted(Item& it, std::byte* dst, std::atomic<std::uint64_t>& nans
 // What the GPU can decode in this read.
 struct GpuDecoders {
   GpuDecode decode = GpuDecode::kAuto;
-  bool nvcomp = false;         // nvCOMP is loaded (zstd, deflate)
+  bool nvcomp = false;         // nvCOMP is loaded (deflate; zstd when zstd_nvcomp)
   std::string nvcomp_missing;  // why not
+  bool zstd_nvcomp = false;    // nvCOMP decodes zstd frames rather than zarrflow's decoder
 };
 
 // Checks a GPU item's stored bytes (at `staged` + its staging offset) before any GPU decoder
 // sees them: framing and checksums (locate_payload), Blosc's plan and inner streams. Malformed
 // bytes are an error naming the chunk; bytes the GPU decoders cannot take (and large numcodecs
-// LZ4 blocks under gpu_decode=auto, and nvCOMP's codecs without nvCOMP) go to the host threads,
+// LZ4 blocks under gpu_decode=auto, and deflate without nvCOMP) go to the host threads,
 // the reason in Item::cpu_reason.
 Status check_gpu_item(Item& it, const std::byte* staged, const GpuDecoders& gpu);
 

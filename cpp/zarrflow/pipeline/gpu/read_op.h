@@ -51,6 +51,7 @@ struct Batch {
   GpuBuffer d_staging, d_direct, d_cpu, d_out, d_shuffled, d_tables;
   // nvCOMP's scratch, shared with the other pieces of its lane (ReadOp::nvcomp_temp_): held here
   // until this piece's work is done, so a larger replacement never frees it under a kernel.
+  // zarrflow's zstd decoder keeps its scratch in the kZstd entry the same way.
   std::shared_ptr<GpuBuffer> d_temp[4];  // by NvcompAlgo
   GpuBuffer h_tables, h_status;          // pinned
   std::vector<std::uint32_t> slot_item;  // status slot → item index
@@ -140,6 +141,7 @@ class ReadOp {
   Result<std::size_t> fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs& jobs, Batch& b,
                                          std::size_t* temp_bytes);
   bool nvcomp_launch_room();
+  Status prepare_zstd(DecodeJobs& jobs, Batch& b);
 
   Status finish_oldest();
   void note(const std::string& why);

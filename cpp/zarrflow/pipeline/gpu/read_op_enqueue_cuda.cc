@@ -17,6 +17,7 @@ Status ReadOp::enqueue(Batch& b) {
   const DeviceAreas areas{b.d_staging.data(), b.d_direct.data(), b.d_cpu.data(), b.d_out.data(),
                           b.d_shuffled.data()};
   ZF_RETURN_IF_ERROR(build_decode_jobs(items_, b.items, layout, areas, jobs));
+  if (!gpu_.zstd_nvcomp && jobs.zstd.size() > 0) ZF_RETURN_IF_ERROR(prepare_zstd(jobs, b));
   report_.gpu_decoded += jobs.gpu_decoded;
   report_.cpu_decoded += jobs.cpu_decoded;
   report_.deduplicated += jobs.deduplicated;
@@ -147,7 +148,7 @@ Status ReadOp::copy_into_gpu_cache(Batch& b) {
   return {};
 }
 
-// The decoders in order (nvCOMP zstd, nvCOMP deflate and the checksums of what it inflated,
+// The decoders in order (zstd: zarrflow's decoder or nvCOMP's; nvCOMP deflate and the checksums of what it inflated,
 // zarrflow's streams, Blosc's un-shuffles), then the scatter, then the statuses and NaN count
 // back to pinned memory.
 Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables& tables) {
@@ -155,7 +156,13 @@ Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables
   std::byte* dt = b.d_tables.data();
   int* d_status = reinterpret_cast<int*>(dt + tables.status);
   const std::size_t nz = jobs.zstd.size();
-  ZF_RETURN_IF_ERROR(decode_nvcomp(NvcompAlgo::kZstd, jobs.zstd, tables.zstd, d_status, b));
+  if (!jobs.zstd_frames.empty()) {
+    ZF_CUDA_RETURN_IF_ERROR(
+        launch_zstd_decode(reinterpret_cast<ZstdFrameJob*>(dt + tables.zstd_frames),
+                           std::uint32_t(nz), jobs.zstd.max_out, d_status, stream));
+  } else {
+    ZF_RETURN_IF_ERROR(decode_nvcomp(NvcompAlgo::kZstd, jobs.zstd, tables.zstd, d_status, b));
+  }
   ZF_RETURN_IF_ERROR(
       decode_nvcomp(NvcompAlgo::kDeflate, jobs.deflate, tables.deflate, d_status + nz, b));
   ZF_CUDA_RETURN_IF_ERROR(
@@ -181,6 +188,34 @@ Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables
   ZF_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.h_status.data() + nans_offset(nslots), d_nans,
                                           sizeof(unsigned long long), cudaMemcpyDeviceToHost,
                                           stream));
+  return {};
+}
+
+// zarrflow's zstd decoder: one scratch for the piece's frames (zstd_jobs.h: their block plans,
+// literals and sequences, about 3x the decoded bytes), shared with the lane's other pieces as
+// nvCOMP's is, and the frames' jobs pointing into it.
+Status ReadOp::prepare_zstd(DecodeJobs& jobs, Batch& b) {
+  const NvcompJobs& z = jobs.zstd;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < z.size(); ++i)
+    bytes += zstd_scratch_bytes(z.src_bytes[i], z.capacity[i]);
+  auto& shared = nvcomp_temp_[{b.stream, int(NvcompAlgo::kZstd)}];
+  if (shared == nullptr || shared->capacity() < bytes) {
+    shared.reset();  // pieces still using the smaller one hold their own reference
+    ZF_ASSIGN_OR_RETURN(GpuBuffer t, device_buffer(std::max<std::size_t>(bytes, 1),
+                                                   "zstd scratch for " +
+                                                       std::to_string(z.size()) + " frames",
+                                                   b));
+    shared = std::make_shared<GpuBuffer>(std::move(t));
+  }
+  b.d_temp[int(NvcompAlgo::kZstd)] = shared;
+  std::byte* at = shared->data();
+  jobs.zstd_frames.reserve(z.size());
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    jobs.zstd_frames.push_back(make_zstd_job(z.src[i], z.src_bytes[i], z.dst[i], z.capacity[i],
+                                             std::uint32_t(i), at));
+    at += zstd_scratch_bytes(z.src_bytes[i], z.capacity[i]);
+  }
   return {};
 }
 

@@ -1,6 +1,7 @@
 #include "zarrflow/pipeline/gpu/read_plan.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 namespace zarrflow::gpu {
@@ -287,6 +288,11 @@ std::vector<std::size_t> PiecePlanner::next(std::uint64_t* decoded_bytes) {
   ++made_;
   if (decoded_bytes != nullptr) *decoded_bytes = actual;
   return piece;
+}
+
+std::string zstd_decoder_setting() {
+  const char* v = std::getenv("ZARRFLOW_GPU_ZSTD");
+  return v != nullptr && std::string_view(v) == "nvcomp" ? "nvcomp" : "zarrflow";
 }
 
 std::uint64_t nvcomp_piece_bytes(std::uint64_t gpu_total, std::uint64_t available,

@@ -75,6 +75,10 @@ void choose_decoders(std::vector<Item>& items, ChainPrograms& programs, const Pl
 // before anything of its size is allocated.
 Status measure_stored_sizes(std::vector<Item>& items, ThreadPool* pool);
 
+// Which decoder takes zstd frames on the GPU: "zarrflow" (its own, zstd_kernels.cu; the
+// default) or "nvcomp" (when nvCOMP is loaded), from the ZARRFLOW_GPU_ZSTD environment variable.
+std::string zstd_decoder_setting();
+
 // The most staged (compressed) and decoded bytes one piece may hold.
 struct PieceBounds {
   std::uint64_t staged, decoded;
