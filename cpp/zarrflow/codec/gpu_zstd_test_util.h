@@ -170,9 +170,8 @@ inline HostRun decode_on_host(const std::uint8_t* src, std::uint32_t size, std::
         }
       }
       for (std::uint32_t t = 0; t < n; ++t) {
-        copy_literals(tasks[t], blit, dst, 0, 1);
         ++run.matches;
-        if (independent_match(tasks[t], start)) copy_match(tasks[t], dst, 0, 1);
+        run_sequence(tasks[t], blit, dst, independent_match(tasks[t], start));
       }
       for (std::uint32_t t = 0; t < n; ++t) {
         if (independent_match(tasks[t], start)) continue;

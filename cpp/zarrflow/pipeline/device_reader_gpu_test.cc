@@ -1010,8 +1010,7 @@ TEST_F(DeviceReadTest, InternalBatchesAreEven) {
 }
 
 // Pieces spread over any number of lanes (streams) read the same bytes as the CPU (zarrflow's
-// kernels; a read of zstd chunks keeps one lane whatever the setting, and reads the same too;
-// Blosc chunks of zstd blocks decode on every lane, each lane with its own scratch).
+// kernels, its zstd decoder included, each lane with its own zstd scratch).
 TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
   struct Case {
     std::string codecs;

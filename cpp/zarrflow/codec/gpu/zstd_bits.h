@@ -5,8 +5,8 @@
 //   BackwardBits  a bitstream read from its end (Huffman streams, FSE weight streams, the
 //                 sequences bitstream): the last byte's highest set bit marks where it starts.
 //
-// Both read only inside their byte range; bits beyond it read as zeros, and the caller decides
-// whether that was allowed (BackwardBits::overflowed, ForwardBits::bytes_used).
+// Both read only inside their byte range; the caller decides whether reading past it was allowed
+// (BackwardBits::overflowed, ForwardBits::bytes_used).
 #pragma once
 
 #include <cstdint>
@@ -51,69 +51,80 @@ class ForwardBits {
   std::uint32_t pos_ = 0;
 };
 
+// Reads as libzstd's BIT_DStream does: a 64-bit container loaded from the 8 bytes below the
+// read position and the count of its bits consumed from the top; reload() moves the window down.
+// Between reloads at most 57 bits may be read (reload leaves at most 7 consumed).
 class BackwardBits {
  public:
   // Starts after the end marker; ok() is false when the stream is empty or its last byte is 0.
-  ZF_HD BackwardBits(const std::uint8_t* data, std::uint32_t size) : data_(data) {
+  ZF_HD BackwardBits(const std::uint8_t* data, std::uint32_t size) : start_(data) {
     if (size == 0 || data[size - 1] == 0) {
       bad_ = true;
       return;
     }
-    bits_left_ = std::int64_t(size) * 8 - 8 + highest_bit(data[size - 1]);
-    fill();
+    const std::uint32_t marker = 8 - std::uint32_t(highest_bit(data[size - 1]));
+    if (size >= 8) {
+      ptr_ = data + size - 8;
+      container_ = load(ptr_);
+      consumed_ = marker;
+    } else {  // the container holds the stream in its low bytes; the rest counts as consumed
+      ptr_ = data;
+      for (std::uint32_t k = 0; k < size; ++k) container_ |= std::uint64_t(data[k]) << (8 * k);
+      consumed_ = marker + (8 - size) * 8;
+    }
   }
 
   [[nodiscard]] ZF_HD bool ok() const { return !bad_; }
 
   // The next n (<= 32) bits as an integer whose first-read bit is the highest, not consumed.
-  // Past the start of the stream the bits read as zeros.
-  ZF_HD std::uint32_t peek(int n) {
-    if (n == 0) return 0;
-    if (have_ < n) fill();
-    return std::uint32_t((cache_ >> (have_ - n)) & ((std::uint64_t(1) << n) - 1));
+  // Past the start of the stream the bits are not defined (overflowed() tells).
+  ZF_HD std::uint32_t peek(int n) const {
+    return std::uint32_t(((container_ << (consumed_ & 63)) >> 1) >> ((63 - n) & 63));
   }
-  ZF_HD void skip(int n) {
-    have_ -= n;
-    bits_left_ -= n;
-  }
+  ZF_HD void skip(int n) { consumed_ += std::uint32_t(n); }
   ZF_HD std::uint32_t read(int n) {
     const std::uint32_t v = peek(n);
     skip(n);
     return v;
   }
-  // More bits were taken than the stream holds.
-  [[nodiscard]] ZF_HD bool overflowed() const { return bits_left_ < 0; }
-  // Every bit of the stream was taken, none more.
-  [[nodiscard]] ZF_HD bool finished() const { return bits_left_ == 0; }
-  [[nodiscard]] ZF_HD std::int64_t bits_left() const { return bits_left_; }
-
- private:
-  // Tops the cache up to at least 57 bits: the bits just below the read position, most recent
-  // (highest in the stream) first.
-  ZF_HD void fill() {
-    while (have_ <= 56) {
-      // bit index (from the stream's start) of the next bit below what the cache holds
-      const std::int64_t next = bits_left_ - have_;
-      if (next <= 0) {  // past the start: zeros
-        cache_ <<= 8;
-        have_ += 8;
-        continue;
-      }
-      // Take the whole byte holding bit next-1 when the cache is byte-aligned with the stream,
-      // otherwise the bits down to that byte's boundary.
-      const std::int64_t top = next - 1;
-      const int low = int(top & 7);  // bits of that byte at or below `top`, minus one
-      const int take = low + 1;
-      const std::uint32_t byte = data_[top >> 3] & ((1u << take) - 1);
-      cache_ = (cache_ << take) | byte;
-      have_ += take;
+  // Refills the container so that at least 57 bits can be read, where the stream has them.
+  ZF_HD void reload() {
+    if (consumed_ > 64) return;  // read past the start already
+    if (ptr_ >= start_ + 8) {
+      ptr_ -= consumed_ >> 3;
+      consumed_ &= 7;
+      container_ = load(ptr_);
+      return;
     }
+    if (ptr_ == start_) return;
+    std::uint32_t back = consumed_ >> 3;
+    if (std::uint32_t(ptr_ - start_) < back) back = std::uint32_t(ptr_ - start_);
+    ptr_ -= back;
+    consumed_ -= back * 8;
+    container_ = load(ptr_);
+  }
+  // More bits were taken than the stream holds (after a reload).
+  [[nodiscard]] ZF_HD bool overflowed() {
+    reload();
+    return consumed_ > 64;
+  }
+  // Every bit of the stream was taken, none more.
+  [[nodiscard]] ZF_HD bool finished() {
+    reload();
+    return ptr_ == start_ && consumed_ == 64;
   }
 
-  const std::uint8_t* data_;
-  std::uint64_t cache_ = 0;
-  int have_ = 0;               // valid bits in cache_ (its low bits)
-  std::int64_t bits_left_ = 0;  // unread bits of the stream (negative after an overflow)
+ private:
+  ZF_HD static std::uint64_t load(const std::uint8_t* p) {
+    std::uint64_t v = 0;
+    for (int k = 0; k < 8; ++k) v |= std::uint64_t(p[k]) << (8 * k);
+    return v;
+  }
+
+  const std::uint8_t* start_;
+  const std::uint8_t* ptr_ = nullptr;
+  std::uint64_t container_ = 0;
+  std::uint32_t consumed_ = 0;
   bool bad_ = false;
 };
 

@@ -48,11 +48,17 @@ ZF_HD inline std::uint32_t sequence_ml(std::uint64_t s) {
 }
 ZF_HD inline std::uint32_t sequence_off(std::uint64_t s) { return std::uint32_t(s >> 36); }
 
-// Per-warp tables of the block stage.
+// Per-warp tables of the block stage: the literals' while they decode, then the sequences'.
 struct ZstdBlockTables {
-  HuffmanCell huffman[1 << kMaxHuffmanBits];
-  FseCell weights[64];  // FSE table of compressed Huffman weights
-  FseCell ll[1 << kMaxFseLog], of[1 << 8], ml[1 << kMaxFseLog];
+  union {
+    struct {
+      HuffmanCell huffman[1 << kMaxHuffmanBits];
+      FseCell weights[64];  // FSE table of compressed Huffman weights
+    } lit;
+    struct {
+      FseCell ll[1 << kMaxFseLog], of[1 << 8], ml[1 << kMaxFseLog];
+    } seq;
+  };
 };
 
 // One Huffman stream of src[0, size) into out[0, n).
@@ -62,6 +68,7 @@ ZF_HD inline int decode_huffman_stream(const std::uint8_t* src, std::uint32_t si
   BackwardBits in(src, size);
   if (!in.ok()) return kDecodeCorrupt;
   for (std::uint32_t i = 0; i < n; ++i) {
+    if ((i & 3) == 0) in.reload();  // four codes take at most 44 bits
     const HuffmanCell c = table[in.peek(max_bits)];
     out[i] = c.symbol;
     in.skip(c.nbits);
@@ -91,8 +98,8 @@ ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b
     std::uint32_t used = 0;
     int r = 0;
     if (!read_huffman_weights(frame + b.huf_desc, b.huf_desc_size, weights, &nsymbols, &used,
-                              t.weights) ||
-        used != b.huf_desc_size || !build_huffman_table(weights, nsymbols, t.huffman, &max_bits))
+                              t.lit.weights) ||
+        used != b.huf_desc_size || !build_huffman_table(weights, nsymbols, t.lit.huffman, &max_bits))
       r = kDecodeCorrupt;
     *shared_status = r < 0 ? r : max_bits;
   }
@@ -104,7 +111,7 @@ ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b
   const std::uint8_t* src = frame + b.lit_src;
   if (b.streams == 1) {
     int r = 0;
-    if (lane == 0) r = decode_huffman_stream(src, b.lit_src_size, t.huffman, max_bits, lit,
+    if (lane == 0) r = decode_huffman_stream(src, b.lit_src_size, t.lit.huffman, max_bits, lit,
                                              b.lit_size);
     if (lane == 0) *shared_status = r;
     sync();
@@ -121,7 +128,7 @@ ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b
     for (int j = 0; j < k; ++j) at += sizes[j];
     const std::uint32_t size = k < 3 ? sizes[k] : b.lit_src_size - at;
     const std::uint32_t n = k < 3 ? part : b.lit_size - 3 * part;
-    const int rk = decode_huffman_stream(src + at, size, t.huffman, max_bits, lit + k * part, n);
+    const int rk = decode_huffman_stream(src + at, size, t.lit.huffman, max_bits, lit + k * part, n);
     if (rk < 0) r = rk;
   }
   // Agree on the result: any failing lane fails the section.
@@ -179,24 +186,24 @@ ZF_HD inline int decode_zstd_sequences(const std::uint8_t* frame, ZstdBlockPlan&
     return 0;
   }
   int ll_log = 0, of_log = 0, ml_log = 0;
-  if (!zstd_detail::build_sequence_table(frame, b, 0, t.ll, &ll_log) ||
-      !zstd_detail::build_sequence_table(frame, b, 1, t.of, &of_log) ||
-      !zstd_detail::build_sequence_table(frame, b, 2, t.ml, &ml_log))
+  if (!zstd_detail::build_sequence_table(frame, b, 0, t.seq.ll, &ll_log) ||
+      !zstd_detail::build_sequence_table(frame, b, 1, t.seq.of, &of_log) ||
+      !zstd_detail::build_sequence_table(frame, b, 2, t.seq.ml, &ml_log))
     return kDecodeCorrupt;
   BackwardBits in(frame + b.seq_src, b.seq_src_size);
   if (!in.ok()) return kDecodeCorrupt;
   std::uint32_t sll = in.read(ll_log), sof = in.read(of_log), sml = in.read(ml_log);
   std::uint64_t total_ll = 0, total_ml = 0;
   for (std::uint32_t i = 0; i < b.nseq; ++i) {
-    const FseCell cll = t.ll[sll], cof = t.of[sof], cml = t.ml[sml];
+    const FseCell cll = t.seq.ll[sll], cof = t.seq.of[sof], cml = t.seq.ml[sml];
+    // At most 31 + 16 + 16 bits of values, then 9 + 9 + 8 of states: two reloads a sequence.
+    in.reload();
     const int ofc = cof.symbol;
     const std::uint32_t ofv = (1u << ofc) + in.read(ofc);
-    std::uint32_t mlbase, llbase;
-    int mlbits, llbits;
-    match_length_code(cml.symbol, &mlbase, &mlbits);
-    literal_length_code(cll.symbol, &llbase, &llbits);
-    const std::uint32_t ml = mlbase + in.read(mlbits);
-    const std::uint32_t ll = llbase + in.read(llbits);
+    const std::uint32_t mlc = match_length_code(cml.symbol), llc = literal_length_code(cll.symbol);
+    if (ofc > 25) in.reload();
+    const std::uint32_t ml = (mlc & 0xFFFFFF) + in.read(int(mlc >> 24));
+    const std::uint32_t ll = (llc & 0xFFFFFF) + in.read(int(llc >> 24));
     std::uint32_t off;
     if (ofv > 3) {
       if (ofv - 3 > kZstdMaxOffset) return kDecodeUnsupported;
@@ -231,11 +238,11 @@ ZF_HD inline int decode_zstd_sequences(const std::uint8_t* frame, ZstdBlockPlan&
     total_ll += ll;
     total_ml += ml;
     if (i + 1 < b.nseq) {  // the states' updates: literal lengths, match lengths, offsets
+      in.reload();
       sll = cll.baseline + in.read(cll.nbits);
       sml = cml.baseline + in.read(cml.nbits);
       sof = cof.baseline + in.read(cof.nbits);
     }
-    if (in.overflowed()) return kDecodeCorrupt;
   }
   if (!in.finished()) return kDecodeCorrupt;
   if (total_ll > b.lit_size) return kDecodeCorrupt;

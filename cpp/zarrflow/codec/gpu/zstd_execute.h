@@ -68,6 +68,37 @@ ZF_HD inline void copy_literals(const ZstdTask& t, const std::uint8_t* lit, std:
   for (std::uint32_t i = lane; i < t.ll; i += nlanes) dst[t.out + i] = lit[t.lit + i];
 }
 
+// to[i] = from[i % period] for i < n, by one thread: 16 loads, then their 16 stores (the loads
+// do not wait for the stores, which may not alias them: a match reads only bytes before it).
+ZF_HD inline void copy_run(const std::uint8_t* from, std::uint8_t* to, std::uint32_t n,
+                           std::uint32_t period) {
+  std::uint32_t j = 0;  // i % period
+  for (std::uint32_t i = 0; i < n; i += 16) {
+    const std::uint32_t m = n - i < 16 ? n - i : 16;
+    std::uint8_t b[16];
+#pragma unroll
+    for (std::uint32_t k = 0; k < 16; ++k) {
+      if (k < m) {
+        b[k] = from[j];
+        if (++j == period) j = 0;
+      }
+    }
+#pragma unroll
+    for (std::uint32_t k = 0; k < 16; ++k)
+      if (k < m) to[i + k] = b[k];
+  }
+}
+
+// The sequence's literals, and its match when `with_match`, by one thread.
+ZF_HD inline void run_sequence(const ZstdTask& t, const std::uint8_t* lit, std::uint8_t* dst,
+                               bool with_match) {
+  copy_run(lit + t.lit, dst + t.out, t.ll, 0xFFFFFFFFu);
+  if (with_match) {
+    const std::uint32_t p = t.out + t.ll;
+    copy_run(dst + (p - t.off), dst + p, t.ml, t.off);
+  }
+}
+
 ZF_HD inline void copy_match(const ZstdTask& t, std::uint8_t* dst, int lane, int nlanes) {
   const std::uint32_t p = t.out + t.ll;
   std::uint8_t* to = dst + p;
@@ -79,38 +110,54 @@ ZF_HD inline void copy_match(const ZstdTask& t, std::uint8_t* dst, int lane, int
   }
 }
 
-// XXH64 of data[0, n) with seed 0 (the frame checksum's hash; one thread).
-ZF_HD inline std::uint64_t xxh64(const std::uint8_t* data, std::uint64_t n) {
-  constexpr std::uint64_t P1 = 0x9E3779B185EBCA87ull, P2 = 0xC2B2AE3D27D4EB4Full,
-                          P3 = 0x165667B19E3779F9ull, P4 = 0x85EBCA77C2B2AE63ull,
-                          P5 = 0x27D4EB2F165667C5ull;
-  const auto rotl = [](std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
-  const auto load64 = [](const std::uint8_t* p) {
-    std::uint64_t v = 0;
-    for (int k = 0; k < 8; ++k) v |= std::uint64_t(p[k]) << (8 * k);
+// XXH64 with seed 0, the frame checksum's hash, in two parts: its four accumulators run over
+// the 32-byte stripes independently (one lane each in a kernel), then one thread folds them in
+// with the tail.
+namespace xxh {
+constexpr std::uint64_t P1 = 0x9E3779B185EBCA87ull, P2 = 0xC2B2AE3D27D4EB4Full,
+                        P3 = 0x165667B19E3779F9ull, P4 = 0x85EBCA77C2B2AE63ull,
+                        P5 = 0x27D4EB2F165667C5ull;
+ZF_HD inline std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+ZF_HD inline std::uint64_t load64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int k = 0; k < 8; ++k) v |= std::uint64_t(p[k]) << (8 * k);
+  return v;
+}
+ZF_HD inline std::uint64_t round(std::uint64_t acc, std::uint64_t lane) {
+  return rotl(acc + lane * P2, 31) * P1;
+}
+}  // namespace xxh
+
+// Accumulator k (0..3) after every whole stripe of data[0, n).
+ZF_HD inline std::uint64_t xxh64_accumulator(const std::uint8_t* data, std::uint64_t n, int k) {
+  using namespace xxh;
+  std::uint64_t v = k == 0 ? P1 + P2 : k == 1 ? P2 : k == 2 ? 0 : 0 - P1;
+  const std::uint8_t* p = data + 8 * k;
+  const std::uint64_t stripes = n / 32;
+#if defined(__CUDA_ARCH__)
+  if ((reinterpret_cast<std::uintptr_t>(data) & 7) == 0) {  // whole words (GPUs are little-endian)
+    const auto* w = reinterpret_cast<const std::uint64_t*>(p);
+    for (std::uint64_t i = 0; i < stripes; ++i) v = round(v, w[4 * i]);
     return v;
-  };
-  const auto round = [&](std::uint64_t acc, std::uint64_t lane) {
-    return rotl(acc + lane * P2, 31) * P1;
-  };
-  const auto merge = [&](std::uint64_t h, std::uint64_t acc) {
-    return (h ^ round(0, acc)) * P1 + P4;
-  };
-  std::uint64_t i = 0, h;
+  }
+#endif
+  for (std::uint64_t i = 0; i < stripes; ++i) v = round(v, load64(p + 32 * i));
+  return v;
+}
+
+ZF_HD inline std::uint64_t xxh64_finish(const std::uint64_t* acc, const std::uint8_t* data,
+                                        std::uint64_t n) {
+  using namespace xxh;
+  const auto merge = [](std::uint64_t h, std::uint64_t a) { return (h ^ round(0, a)) * P1 + P4; };
+  std::uint64_t h;
   if (n >= 32) {
-    std::uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
-    for (; i + 32 <= n; i += 32) {
-      v1 = round(v1, load64(data + i));
-      v2 = round(v2, load64(data + i + 8));
-      v3 = round(v3, load64(data + i + 16));
-      v4 = round(v4, load64(data + i + 24));
-    }
-    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-    h = merge(merge(merge(merge(h, v1), v2), v3), v4);
+    h = rotl(acc[0], 1) + rotl(acc[1], 7) + rotl(acc[2], 12) + rotl(acc[3], 18);
+    h = merge(merge(merge(merge(h, acc[0]), acc[1]), acc[2]), acc[3]);
   } else {
     h = P5;
   }
   h += n;
+  std::uint64_t i = n & ~std::uint64_t(31);
   for (; i + 8 <= n; i += 8) h = rotl(h ^ round(0, load64(data + i)), 27) * P1 + P4;
   if (i + 4 <= n) {
     std::uint64_t v = 0;
@@ -125,6 +172,12 @@ ZF_HD inline std::uint64_t xxh64(const std::uint8_t* data, std::uint64_t n) {
   h *= P3;
   h ^= h >> 32;
   return h;
+}
+
+ZF_HD inline std::uint64_t xxh64(const std::uint8_t* data, std::uint64_t n) {
+  std::uint64_t acc[4];
+  for (int k = 0; k < 4; ++k) acc[k] = xxh64_accumulator(data, n, k);
+  return xxh64_finish(acc, data, n);
 }
 
 }  // namespace zarrflow::gpu

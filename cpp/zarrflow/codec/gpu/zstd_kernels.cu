@@ -1,9 +1,9 @@
 // The GPU zstd decoder's kernels (zstd_frame.h, zstd_block.h, zstd_execute.h): four launches on
 // one stream, each over all frames of the call:
 //   plan     one thread a frame: the walk of its headers
-//   blocks   a group of warps a frame, one warp a compressed block: literals and sequences
+//   blocks   warps a frame, four lanes a compressed block: literals and sequences
 //   execute  one thread block a frame: the sequences, a window of 256 at a time
-//   checksum one thread a frame that stores one: XXH64 of the output against it
+//   checksum one warp a frame that stores one: XXH64 of the output against it
 // A frame whose status slot is set by one stage is skipped by the next; the read path then
 // decodes it on the host (read_op_cuda.cc), which names what is wrong or recovers the data.
 #include <cub/block/block_scan.cuh>
@@ -16,9 +16,13 @@
 namespace zarrflow::gpu {
 namespace {
 
+#ifndef ZF_ZSTD_WINDOW
+#define ZF_ZSTD_WINDOW 256
+#endif
 constexpr int kWarp = 32;
-constexpr unsigned kBlockWarps = 4;        // warps of a block-stage thread block
-constexpr unsigned kWindow = 256;          // sequences of an execution window (its threads)
+constexpr unsigned kGroupLanes = 4;        // lanes decoding one block (its Huffman streams)
+constexpr unsigned kGroups = kWarp / kGroupLanes;  // blocks a block-stage warp decodes at once
+constexpr unsigned kWindow = ZF_ZSTD_WINDOW;  // sequences of an execution window (its threads)
 constexpr unsigned kMaxBlockGroups = 64;   // block-stage thread blocks a frame at most
 
 __global__ void zstd_plan_kernel(ZstdFrameJob* jobs, std::uint32_t n, int* status) {
@@ -30,25 +34,61 @@ __global__ void zstd_plan_kernel(ZstdFrameJob* jobs, std::uint32_t n, int* statu
   }
 }
 
-__global__ void __launch_bounds__(kBlockWarps * kWarp)
+// A barrier of the four lanes that decode one block.
+struct GroupSync {
+  unsigned mask;
+  __device__ void operator()() const { __syncwarp(mask); }
+};
+
+// One warp takes kGroups blocks at once, four lanes each: a block's Huffman streams decode on its
+// four lanes, its sequences on the first. The blocks' decoders are serial; running eight in a
+// warp is what keeps the SMs' issue slots from going to idle lanes.
+__global__ void __launch_bounds__(kWarp)
     zstd_blocks_kernel(const ZstdFrameJob* jobs, std::uint32_t n, int* status) {
-  __shared__ ZstdBlockTables tables[kBlockWarps];
-  __shared__ int shared[kBlockWarps];
-  const unsigned warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  __shared__ ZstdBlockTables tables[kGroups];
+  __shared__ int shared[kGroups];
+  const unsigned lane = threadIdx.x % kWarp, group = lane / kGroupLanes;
+  const unsigned glane = lane % kGroupLanes;
+  const GroupSync sync{0xFu << (group * kGroupLanes)};
   for (std::uint32_t j = blockIdx.x; j < n; j += gridDim.x) {
     const ZstdFrameJob& job = jobs[j];
     if (status[job.status] != kKernelOk) continue;
     const std::uint32_t nblocks = job.frame.blocks;
-    for (std::uint32_t b = blockIdx.y * kBlockWarps + warp; b < nblocks;
-         b += gridDim.y * kBlockWarps) {
+    for (std::uint32_t b = blockIdx.y * kGroups + group; b < nblocks; b += gridDim.y * kGroups) {
       ZstdBlockPlan& plan = job.blocks[b];
       if (plan.type != kZstdCompressed) continue;
-      int r = decode_zstd_literals(job.src, plan, job.literals + plan.lit_out, tables[warp],
-                                   &shared[warp], int(lane), kWarp, WarpSync{});
-      if (r == 0 && lane == 0)
-        r = decode_zstd_sequences(job.src, plan, job.frame.block_max, tables[warp],
+      int r = decode_zstd_literals(job.src, plan, job.literals + plan.lit_out, tables[group],
+                                   &shared[group], int(glane), kGroupLanes, sync);
+      if (r == 0 && glane == 0)
+        r = decode_zstd_sequences(job.src, plan, job.frame.block_max, tables[group],
                                   job.sequences + plan.seq_out);
-      if (r < 0 && lane == 0) status[job.status] = r;
+      if (r < 0 && glane == 0) status[job.status] = r;
+      sync();
+    }
+  }
+}
+
+// The window's matches that read its own bytes, in order, by one warp: a round runs, one lane
+// each, every match of a chunk of 32 whose source no earlier match still to run writes.
+__device__ void run_dependent_matches(const ZstdTask* tasks, const unsigned* order,
+                                      unsigned count, std::uint8_t* dst, unsigned lane) {
+  for (unsigned c = 0; c < count; c += kWarp) {
+    const unsigned n = count - c < kWarp ? count - c : kWarp;
+    ZstdTask t{};
+    if (lane < n) t = tasks[order[c + lane]];
+    const std::uint32_t p = t.out + t.ll;
+    const std::uint32_t src = p - t.off, reach = t.off < t.ml ? t.off : t.ml;
+    unsigned done = n == kWarp ? 0u : ~0u << n;  // lanes without a match count as done
+    while (done != 0xFFFFFFFFu) {
+      bool blocked = false;
+      for (unsigned j = 0; j + 1 < n; ++j) {  // earlier matches not yet run that write our source
+        const std::uint32_t pj = __shfl_sync(0xFFFFFFFFu, p, j);
+        const std::uint32_t mj = __shfl_sync(0xFFFFFFFFu, t.ml, j);
+        if (j < lane && !(done >> j & 1) && pj < src + reach && src < pj + mj) blocked = true;
+      }
+      const bool ready = lane < n && !(done >> lane & 1) && !blocked;
+      if (ready) copy_run(dst + (p - t.off), dst + p, t.ml, t.off);
+      done |= __ballot_sync(0xFFFFFFFFu, ready);
       __syncwarp();
     }
   }
@@ -60,20 +100,20 @@ __device__ bool execute_block(const ZstdFrameJob& job, const ZstdBlockPlan& b, i
   using Scan = cub::BlockScan<std::uint64_t, kWindow>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ ZstdTask tasks[kWindow];
+  __shared__ unsigned order[kWindow];
   __shared__ unsigned dependent[kWindow / kWarp];
   const unsigned t = threadIdx.x, warp = t / kWarp, lane = t % kWarp;
   const std::uint8_t* lit = job.literals + b.lit_out;
+  const std::uint64_t* seq = job.sequences + b.seq_out;
   std::uint8_t* dst = job.dst;
   std::uint32_t out = b.out_pos, at = 0;
+  std::uint64_t s = t < b.nseq ? seq[t] : 0;
   for (std::uint32_t w = 0; w < b.nseq; w += kWindow) {
     const bool has = w + t < b.nseq;
-    std::uint32_t ll = 0, ml = 0, off = 1;
-    if (has) {
-      const std::uint64_t s = job.sequences[b.seq_out + w + t];
-      ll = sequence_ll(s);
-      ml = sequence_ml(s);
-      off = OffsetRef::resolve(sequence_off(s), b.in_history);
-    }
+    const std::uint32_t ll = sequence_ll(s), ml = sequence_ml(s);
+    const std::uint32_t off = has ? OffsetRef::resolve(sequence_off(s), b.in_history) : 1;
+    // The next window's sequence, loaded while this one runs.
+    s = w + kWindow + t < b.nseq ? seq[w + kWindow + t] : 0;
     // Low half: literal bytes before this sequence; high half: output bytes before it.
     std::uint64_t before, total;
     Scan(scan).ExclusiveSum((std::uint64_t(ll + ml) << 32) | ll, before, total);
@@ -83,26 +123,21 @@ __device__ bool execute_block(const ZstdFrameJob& job, const ZstdBlockPlan& b, i
       *error = kDecodeOffsetBeforeStart;
       return false;
     }
-    bool later = false;
-    if (has) {
-      copy_literals(task, lit, dst, 0, 1);
-      if (independent_match(task, out)) {
-        copy_match(task, dst, 0, 1);
-      } else {
-        later = true;
-      }
-    }
-    const unsigned mask = __ballot_sync(0xFFFFFFFFu, later);
+    const bool now = has && independent_match(task, out);
+    if (has) run_sequence(task, lit, dst, now);
+    const unsigned mask = __ballot_sync(0xFFFFFFFFu, has && !now);
     if (lane == 0) dependent[warp] = mask;
     tasks[t] = task;
     __syncthreads();
-    if (warp == 0) {  // the matches that read this window's bytes, in order
+    if (warp == 0) {  // the matches that read this window's bytes
+      unsigned count = 0;
       for (unsigned k = 0; k < kWindow / kWarp; ++k) {
-        for (unsigned m = dependent[k]; m != 0; m &= m - 1) {
-          copy_match(tasks[k * kWarp + __ffs(m) - 1], dst, int(lane), kWarp);
-          __syncwarp();
-        }
+        const unsigned m = dependent[k];
+        if (m >> lane & 1) order[count + __popc(m & ((1u << lane) - 1))] = k * kWarp + lane;
+        count += __popc(m);
       }
+      __syncwarp();
+      run_dependent_matches(tasks, order, count, dst, lane);
     }
     __syncthreads();
     out += std::uint32_t(total >> 32);
@@ -113,7 +148,7 @@ __device__ bool execute_block(const ZstdFrameJob& job, const ZstdBlockPlan& b, i
   return true;
 }
 
-__global__ void __launch_bounds__(kWindow)
+__global__ void __launch_bounds__(kWindow, 4)
     zstd_execute_kernel(const ZstdFrameJob* jobs, std::uint32_t n, int* status) {
   __shared__ int error;
   const unsigned t = threadIdx.x;
@@ -140,11 +175,18 @@ __global__ void __launch_bounds__(kWindow)
   }
 }
 
+// One warp a frame: lanes 0-3 run XXH64's accumulators, lane 0 the rest.
 __global__ void zstd_checksum_kernel(const ZstdFrameJob* jobs, std::uint32_t n, int* status) {
-  for (std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
+  const unsigned lane = threadIdx.x % kWarp;
+  const std::uint64_t warps = std::uint64_t(gridDim.x) * (blockDim.x / kWarp);
+  for (std::uint64_t j = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; j < n;
+       j += warps) {
     const ZstdFrameJob& job = jobs[j];
-    if (!job.frame.has_checksum || status[job.status] != kKernelOk) continue;
-    if (std::uint32_t(xxh64(job.dst, job.dst_size)) != job.frame.checksum)
+    if (!job.frame.has_checksum || status[job.status] != kKernelOk) continue;  // warp-uniform
+    std::uint64_t acc = lane < 4 ? xxh64_accumulator(job.dst, job.dst_size, int(lane)) : 0;
+    std::uint64_t all[4];
+    for (int k = 0; k < 4; ++k) all[k] = __shfl_sync(0xFFFFFFFFu, acc, k);
+    if (lane == 0 && std::uint32_t(xxh64_finish(all, job.dst, job.dst_size)) != job.frame.checksum)
       status[job.status] = kErrChecksum;
   }
 }
@@ -158,12 +200,12 @@ cudaError_t launch_zstd_decode(ZstdFrameJob* d_jobs, std::uint32_t n, std::uint6
   // Enough thread blocks a frame for a warp per block of its largest (128 KiB blocks).
   const std::uint64_t blocks = max_dst / kZstdMaxBlock + 1;
   const unsigned groups = unsigned(std::min<std::uint64_t>(
-      (blocks + kBlockWarps - 1) / kBlockWarps, kMaxBlockGroups));
+      (blocks + kGroups - 1) / kGroups, kMaxBlockGroups));
   const dim3 grid(std::min<std::uint32_t>(n, 65535u), groups);
-  zstd_blocks_kernel<<<grid, kBlockWarps * kWarp, 0, stream>>>(d_jobs, n, d_status);
+  zstd_blocks_kernel<<<grid, kWarp, 0, stream>>>(d_jobs, n, d_status);
   zstd_execute_kernel<<<std::min<std::uint32_t>(n, 1u << 20), kWindow, 0, stream>>>(d_jobs, n,
                                                                                     d_status);
-  zstd_checksum_kernel<<<grid_for(n, 128), 128, 0, stream>>>(d_jobs, n, d_status);
+  zstd_checksum_kernel<<<grid_for(n, 4), 128, 0, stream>>>(d_jobs, n, d_status);
   return cudaGetLastError();
 }
 

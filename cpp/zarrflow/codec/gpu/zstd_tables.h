@@ -154,27 +154,45 @@ ZF_HD inline const std::int16_t* predefined_counts(SeqTable t, int* nsymbols, in
   }
 }
 
-// Literal length code -> (baseline, extra bits); match length likewise (RFC 8878 §3.1.1.3.2.1).
-ZF_HD inline void literal_length_code(int code, std::uint32_t* base, int* bits) {
-  static constexpr std::uint32_t kBase[36] = {
-      0,  1,  2,  3,  4,   5,   6,   7,   8,    9,    10,   11,   12,   13,    14,    15,    16,    18,
-      20, 22, 24, 28, 32,  40,  48,  64,  128,  256,  512,  1024, 2048, 4096,  8192,  16384, 32768, 65536};
-  static constexpr std::uint8_t kBits[36] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1,
-                                             1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-  *base = kBase[code];
-  *bits = kBits[code];
+// Literal and match length codes -> baseline | extra bits << 24 (RFC 8878 §3.1.1.3.2.1). Device
+// code reads them from constant memory.
+#define ZF_LIT_LEN_CODES                                                                          \
+  {0,         1,         2,         3,          4,          5,          6,          7,          \
+   8,         9,         10,        11,         12,         13,         14,         15,         \
+   16 | 1u << 24, 18 | 1u << 24, 20 | 1u << 24, 22 | 1u << 24, 24 | 2u << 24, 28 | 2u << 24,   \
+   32 | 3u << 24, 40 | 3u << 24, 48 | 4u << 24, 64 | 6u << 24, 128 | 7u << 24, 256 | 8u << 24,  \
+   512 | 9u << 24, 1024 | 10u << 24, 2048 | 11u << 24, 4096 | 12u << 24, 8192 | 13u << 24,      \
+   16384 | 14u << 24, 32768 | 15u << 24, 65536 | 16u << 24}
+#define ZF_MATCH_LEN_CODES                                                                        \
+  {3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,    \
+   26, 27, 28, 29, 30, 31, 32, 33, 34, 35 | 1u << 24, 37 | 1u << 24, 39 | 1u << 24,               \
+   41 | 1u << 24, 43 | 2u << 24, 47 | 2u << 24, 51 | 3u << 24, 59 | 3u << 24, 67 | 4u << 24,      \
+   83 | 4u << 24, 99 | 5u << 24, 131 | 7u << 24, 259 | 8u << 24, 515 | 9u << 24,                  \
+   1027 | 10u << 24, 2051 | 11u << 24, 4099 | 12u << 24, 8195 | 13u << 24, 16387 | 14u << 24,     \
+   32771 | 15u << 24, 65539 | 16u << 24}
+#if defined(__CUDACC__)
+static __constant__ const std::uint32_t kLitLenCodesDevice[36] = ZF_LIT_LEN_CODES;
+static __constant__ const std::uint32_t kMatchLenCodesDevice[53] = ZF_MATCH_LEN_CODES;
+#endif
+inline constexpr std::uint32_t kLitLenCodesHost[36] = ZF_LIT_LEN_CODES;
+inline constexpr std::uint32_t kMatchLenCodesHost[53] = ZF_MATCH_LEN_CODES;
+#undef ZF_LIT_LEN_CODES
+#undef ZF_MATCH_LEN_CODES
+
+ZF_HD inline std::uint32_t literal_length_code(int code) {
+#if defined(__CUDA_ARCH__)
+  return kLitLenCodesDevice[code];
+#else
+  return kLitLenCodesHost[code];
+#endif
 }
 
-ZF_HD inline void match_length_code(int code, std::uint32_t* base, int* bits) {
-  static constexpr std::uint32_t kBase[53] = {
-      3,  4,  5,  6,  7,  8,  9,  10, 11,  12,  13,  14,  15,   16,   17,   18,   19,    20,
-      21, 22, 23, 24, 25, 26, 27, 28, 29,  30,  31,  32,  33,   34,   35,   37,   39,    41,
-      43, 47, 51, 59, 67, 83, 99, 131, 259, 515, 1027, 2051, 4099, 8195, 16387, 32771, 65539};
-  static constexpr std::uint8_t kBits[53] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1,
-                                             2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-  *base = kBase[code];
-  *bits = kBits[code];
+ZF_HD inline std::uint32_t match_length_code(int code) {
+#if defined(__CUDA_ARCH__)
+  return kMatchLenCodesDevice[code];
+#else
+  return kMatchLenCodesHost[code];
+#endif
 }
 
 // A Huffman decoding table: entry i serves every stream position whose next max_bits bits are i.
@@ -216,7 +234,7 @@ ZF_HD inline bool read_huffman_weights(const std::uint8_t* src, std::uint32_t si
     std::uint32_t s1 = in.read(log), s2 = in.read(log);
     // Two interleaved states; the stream ends when an update reads past its start. At most 255
     // weights, and (as libzstd has it) room for two more before each symbol.
-    for (;;) {
+    for (;;) {  // overflowed() reloads: each update reads at most 6 bits
       if (n > 253) return false;
       weights[n++] = fse[s1].symbol;
       s1 = fse[s1].baseline + in.read(fse[s1].nbits);

@@ -114,7 +114,7 @@ void ReadOp::look_up_caches() {
 // almost nothing). An explicit batch_bytes sets the staged bound, and twice it the decoded one.
 PieceBounds ReadOp::piece_bounds() const {
   if (opt_.batch_bytes != 0) return {opt_.batch_bytes, 2 * opt_.batch_bytes};
-  if (!programs_.any_nvcomp())
+  if (!programs_.any_nvcomp(gpu_.zstd_nvcomp))
     return {std::uint64_t{256} << 20,
             std::max<std::uint64_t>((std::uint64_t{2} << 30) / lanes_.size(), 512 << 20)};
   std::size_t free = 0, total = 0;
@@ -134,7 +134,7 @@ PieceBounds ReadOp::piece_bounds() const {
 // model that costs more than the overlap gains alone (benchmarks/bench_sm_cost.py; the figures
 // are in docs/settings.md, "GPU read streams").
 Status ReadOp::take_lanes() {
-  const int n = programs_.any_nvcomp() ? 1 : streams_;
+  const int n = programs_.any_nvcomp(gpu_.zstd_nvcomp) ? 1 : streams_;
   ZF_ASSIGN_OR_RETURN(lanes_, lender_.lend(std::size_t(n), opt_.stream));
   ZF_ASSIGN_OR_RETURN(copy_lane_, lender_.lend(1, opt_.stream));
   return {};

@@ -105,9 +105,11 @@ const ChainProgram* ChainPrograms::of(const CodecChain* chain) {
   return &it->second;
 }
 
-bool ChainPrograms::any_nvcomp() const {
+bool ChainPrograms::any_nvcomp(bool zstd_by_nvcomp) const {
   for (const auto& [chain, program] : programs_)
-    if (program.codec == GpuCodec::kZstd || program.codec == GpuCodec::kDeflate) return true;
+    if ((zstd_by_nvcomp && program.codec == GpuCodec::kZstd) ||
+        program.codec == GpuCodec::kDeflate)
+      return true;
   return false;
 }
 

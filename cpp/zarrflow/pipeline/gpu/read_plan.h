@@ -39,8 +39,9 @@ ThreadPool* fetch_pool(const Store& store, ThreadPool* fallback);
 class ChainPrograms {
  public:
   const ChainProgram* of(const CodecChain* chain);
-  // True when a chain decodes with nvCOMP (zstd, deflate), whose calls have a fixed latency.
-  [[nodiscard]] bool any_nvcomp() const;
+  // True when a chain decodes with nvCOMP (deflate; zstd when `zstd_by_nvcomp`), whose calls
+  // have a fixed latency.
+  [[nodiscard]] bool any_nvcomp(bool zstd_by_nvcomp) const;
 
  private:
   std::map<const CodecChain*, ChainProgram> programs_;
