@@ -169,25 +169,30 @@ def _corrupt_once(path: Path, rng: random.Random) -> None:
 CHECKSUMMED = {"zstd+crc32c", "gzip", "v2-zlib"}
 # zarrflow's own decoders (Blosc's lz4/blosclz, numcodecs LZ4) accept exactly what liblz4/c-blosc
 # accept, and decode it to the same bytes, corrupt or not; its zstd decoder accepts no more than
-# libzstd and leaves to it what it does not take, so the same holds there.
-OWN_DECODERS = {"blosc-lz4-shuffle", "blosc-blosclz-bitshuffle", "v2-lz4", "zstd",
-                "blosc-zstd-shuffle", "sharded-zstd"}
+# libzstd and leaves to it what it does not take, so the same holds there (the zstd chains run
+# twice: with nvCOMP's decoder where it is loaded, and with zarrflow's).
+OWN_DECODERS = {"blosc-lz4-shuffle", "blosc-blosclz-bitshuffle", "v2-lz4", "zstd@zarrflow",
+                "blosc-zstd-shuffle@zarrflow", "sharded-zstd@zarrflow"}
 # Blosc's zlib streams have their Adler-32 verified; only Blosc's header is unprotected.
 STRICT = OWN_DECODERS | {"blosc-zlib-noshuffle"}
 
 
 @pytest.mark.parametrize("codec", ["blosc-lz4-shuffle", "blosc-blosclz-bitshuffle",
                                    "blosc-zstd-shuffle", "blosc-zlib-noshuffle", "zstd", "gzip",
-                                   "v2-lz4", "v2-zlib", "zstd+crc32c", "sharded-zstd"])
-def test_fuzzed_chunks_match_the_cpu_or_raise(codec, tmp_path):
+                                   "v2-lz4", "v2-zlib", "zstd+crc32c", "sharded-zstd",
+                                   "zstd@zarrflow", "blosc-zstd-shuffle@zarrflow",
+                                   "sharded-zstd@zarrflow"])
+def test_fuzzed_chunks_match_the_cpu_or_raise(codec, tmp_path, monkeypatch):
     """Corrupt chunks never crash or hang the GPU path. Where the CPU reads a corrupt chunk
     without error, the GPU returns the same bytes; where the CPU raises, the GPU raises the same
     kind of error naming the chunk — except that a decoder may not notice corruption in formats
     without a checksum (nvCOMP validates less than libzstd/libdeflate); such reads are counted,
     and must not happen for checksummed chains or zarrflow's own decoders, which also decode
     every corrupt chunk the CPU decodes to the CPU's bytes."""
+    store, _, decoder = codec.partition("@")  # "@zarrflow": zarrflow's zstd decoder
+    monkeypatch.setenv("ZARRFLOW_GPU_ZSTD", decoder or "auto")
     stores = gpu_codec_stores(tmp_path)
-    path, original = stores[codec]
+    path, original = stores[store]
     rng = random.Random(zlib.crc32(codec.encode()))
     unnoticed = silently_corrupt = 0
     for _ in range(25):

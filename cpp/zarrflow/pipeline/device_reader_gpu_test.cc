@@ -193,16 +193,16 @@ TEST_F(DeviceReadTest, BloscLz4AndBlosclzOnOwnKernels) {
     }
 }
 
-// zstd decodes on the GPU with zarrflow's decoder, nvCOMP or not, and with nvCOMP's when
-// ZARRFLOW_GPU_ZSTD=nvcomp asks for it: the same bytes.
+// zstd decodes on the GPU with nvCOMP's decoder or zarrflow's (ZARRFLOW_GPU_ZSTD), and without
+// nvCOMP with zarrflow's: the same bytes.
 TEST_F(DeviceReadTest, ZstdOnTheGpuWithEitherDecoder) {
   auto store = make("z", R"([{"name": "bytes", "configuration": {"endian": "little"}},
                              {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
                     zstd);
-  expect_same(store, "z", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
-  if (!Nvcomp::get().ok()) return;
-  ASSERT_EQ(setenv("ZARRFLOW_GPU_ZSTD", "nvcomp", 1), 0);
-  expect_same(store, "z", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
+  for (const char* decoder : {"zarrflow", "nvcomp", "auto"}) {
+    ASSERT_EQ(setenv("ZARRFLOW_GPU_ZSTD", decoder, 1), 0);
+    expect_same(store, "z", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
+  }
   unsetenv("ZARRFLOW_GPU_ZSTD");
 }
 
@@ -1012,6 +1012,10 @@ TEST_F(DeviceReadTest, InternalBatchesAreEven) {
 // Pieces spread over any number of lanes (streams) read the same bytes as the CPU (zarrflow's
 // kernels, its zstd decoder included, each lane with its own zstd scratch).
 TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
+  ASSERT_EQ(setenv("ZARRFLOW_GPU_ZSTD", "zarrflow", 1), 0);  // its reads take every lane
+  struct Unset {
+    ~Unset() { unsetenv("ZARRFLOW_GPU_ZSTD"); }
+  } unset;
   struct Case {
     std::string codecs;
     std::function<Bytes(const Bytes&)> encode;
@@ -1247,7 +1251,7 @@ TEST_F(DeviceReadTest, AFailedReadLeavesNoWorkOnItsBuffers) {
 TEST_F(DeviceReadTest, NvcompCallSplitWhenItsScratchDoesNotFit) {
   auto nv = Nvcomp::get();
   if (!nv.ok()) GTEST_SKIP() << "no nvCOMP: " << nv.status().to_string();
-  ASSERT_EQ(setenv("ZARRFLOW_GPU_ZSTD", "nvcomp", 1), 0);  // this test is of nvCOMP's zstd
+  ASSERT_EQ(setenv("ZARRFLOW_GPU_ZSTD", "nvcomp", 1), 0);  // whatever the environment says
   struct Unset {
     ~Unset() { unsetenv("ZARRFLOW_GPU_ZSTD"); }
   } unset;

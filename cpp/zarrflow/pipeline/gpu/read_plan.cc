@@ -294,7 +294,9 @@ std::vector<std::size_t> PiecePlanner::next(std::uint64_t* decoded_bytes) {
 
 std::string zstd_decoder_setting() {
   const char* v = std::getenv("ZARRFLOW_GPU_ZSTD");
-  return v != nullptr && std::string_view(v) == "nvcomp" ? "nvcomp" : "zarrflow";
+  if (v == nullptr) return "auto";
+  const std::string_view s(v);
+  return s == "zarrflow" || s == "nvcomp" ? std::string(s) : "auto";
 }
 
 std::uint64_t nvcomp_piece_bytes(std::uint64_t gpu_total, std::uint64_t available,

@@ -76,8 +76,10 @@ void choose_decoders(std::vector<Item>& items, ChainPrograms& programs, const Pl
 // before anything of its size is allocated.
 Status measure_stored_sizes(std::vector<Item>& items, ThreadPool* pool);
 
-// Which decoder takes zstd frames on the GPU: "zarrflow" (its own, zstd_kernels.cu; the
-// default) or "nvcomp" (when nvCOMP is loaded), from the ZARRFLOW_GPU_ZSTD environment variable.
+// Which decoder takes zstd frames on the GPU, from the ZARRFLOW_GPU_ZSTD environment variable:
+// "zarrflow" (its own, codec/gpu/zstd_kernels.cu), "nvcomp", or "auto" (unset or anything else):
+// nvCOMP's where it is loaded -- as fast on whole zstd chunks at half the GPU time, and faster on
+// Blosc's small zstd blocks (docs/settings.md) -- else zarrflow's.
 std::string zstd_decoder_setting();
 
 // The most staged (compressed) and decoded bytes one piece may hold.
