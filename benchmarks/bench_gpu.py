@@ -81,7 +81,8 @@ ALL_CODECS = list(CODECS) + [LZ4, SHARDED]
 
 READERS = {
     "zarrflow-gpu": 'arr.read(device="cuda"): compressed bytes → pinned staging → one H2D copy per '
-                    "batch → GPU decoders (nvCOMP zstd/deflate, zarrflow's LZ4/Blosc kernels)",
+                    "batch → GPU decoders (zstd: nvCOMP's where loaded, else zarrflow's; "
+                    "nvCOMP deflate; zarrflow's LZ4/Blosc kernels)",
     "zarrflow-cpu+copy": "arr.read(out=pinned) on the CPU threads, then one pinned H2D copy",
     "tensorstore+copy": "tensorstore read (new array), then torch.from_numpy(x).cuda() (pageable H2D)",
     "zarr-python": "zarr-python 3 za[...] (CPU decode, numcodecs), then torch.from_numpy(x).cuda()",

@@ -46,8 +46,8 @@ void expect_round_trip(const Bytes& data, const Params& p, const std::string& wh
 }
 
 TEST(GpuZstd, DecodesWhatLibzstdWritesAtEveryLevel) {
-  const Bytes data[] = {floats_like_era5(1 << 20, 1), text_like(300000, 2),
-                        random_bytes(200000, 3), Bytes(500000, 7), mixed(1 << 20, 4)};
+  const Bytes data[] = {floats_like_era5(1 << 20, 1), text_like(300000, 2), random_bytes(200000, 3),
+                        Bytes(500000, 7), mixed(1 << 20, 4)};
   const char* names[] = {"floats", "text", "random", "zeros", "mixed"};
   for (int level : {-5, 1, 3, 6, 9, 12, 16, 19, 22}) {
     for (int d = 0; d < 5; ++d) {
@@ -81,8 +81,8 @@ TEST(GpuZstd, DecodesFramesOfEveryHeaderForm) {
 }
 
 TEST(GpuZstd, DecodesSmallAndOddSizes) {
-  for (std::size_t n : {0, 1, 2, 5, 31, 32, 33, 255, 256, 1023, 1024, 1025, 131071, 131072, 131073,
-                        262145}) {
+  for (std::size_t n :
+       {0, 1, 2, 5, 31, 32, 33, 255, 256, 1023, 1024, 1025, 131071, 131072, 131073, 262145}) {
     for (int level : {1, 19}) {
       Params p;
       p.level = level;
@@ -159,8 +159,8 @@ TEST(GpuZstd, RejectsWrongSizesAndTruncation) {
   const Bytes frame2 = compress(data, no_size);
   EXPECT_LT(ours(frame2, bigger).status, 0);
   EXPECT_LT(ours(frame2, smaller).status, 0);
-  for (std::size_t cut : {std::size_t(0), std::size_t(3), std::size_t(5), frame.size() / 2,
-                          frame.size() - 1}) {
+  for (std::size_t cut :
+       {std::size_t(0), std::size_t(3), std::size_t(5), frame.size() / 2, frame.size() - 1}) {
     Bytes part(frame.begin(), frame.begin() + cut), out(data.size());
     EXPECT_LT(ours(part, out).status, 0) << cut;
   }
@@ -211,8 +211,8 @@ TEST(GpuZstd, FseTablesOfTheDefaultDistributionsMatchTheFormatsAppendix) {
   int n = 0, log = 0;
   const std::int16_t* c = predefined_counts(SeqTable::kLitLen, &n, &log);
   ASSERT_TRUE(build_fse_table(c, n, log, ll, next));
-  const int ll_expect[][3] = {{0, 4, 0}, {0, 4, 16}, {1, 5, 32}, {3, 5, 0}, {14, 6, 0},
-                              {25, 5, 32}, {35, 6, 0}, {32, 6, 0}};
+  const int ll_expect[][3] = {{0, 4, 0},  {0, 4, 16},  {1, 5, 32}, {3, 5, 0},
+                              {14, 6, 0}, {25, 5, 32}, {35, 6, 0}, {32, 6, 0}};
   const int ll_states[] = {0, 1, 2, 3, 10, 17, 60, 63};
   for (int i = 0; i < 8; ++i) {
     const FseCell e = ll[ll_states[i]];

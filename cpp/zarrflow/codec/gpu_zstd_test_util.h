@@ -77,7 +77,8 @@ inline Bytes floats_like_era5(std::size_t n, unsigned seed) {
 
 inline Bytes text_like(std::size_t n, unsigned seed) {
   static const char* words[] = {"temperature ", "wind ", "geopotential ", "humidity ",
-                                "the ", "of ", "pressure ", "level ", "\n", "0.25 ", "ERA5 "};
+                                "the ",         "of ",   "pressure ",     "level ",
+                                "\n",           "0.25 ", "ERA5 "};
   std::mt19937 rng(seed);
   Bytes out;
   while (out.size() < n) {
@@ -111,7 +112,6 @@ inline Bytes mixed(std::size_t n, unsigned seed) {  // zeros, random, text and f
   return out;
 }
 
-
 struct HostRun {
   int status = 0;
   std::uint32_t dependent_matches = 0, matches = 0;  // step 3's share
@@ -132,8 +132,8 @@ inline HostRun decode_on_host(const std::uint8_t* src, std::uint32_t size, std::
   for (std::uint32_t i = 0; i < frame.blocks; ++i) {
     ZstdBlockPlan& b = blocks[i];
     if (b.type != kZstdCompressed) continue;
-    int r = decode_zstd_literals(src, b, lit.data() + b.lit_out, *tables, &shared, 0, 1,
-                                 WarpSync{});
+    int r =
+        decode_zstd_literals(src, b, lit.data() + b.lit_out, *tables, &shared, 0, 1, WarpSync{});
     if (r == 0) r = decode_zstd_sequences(src, b, frame.block_max, *tables, seq.data() + b.seq_out);
     if (r < 0) {
       run.status = r;
@@ -182,8 +182,7 @@ inline HostRun decode_on_host(const std::uint8_t* src, std::uint32_t size, std::
     const ZstdTask rest{out, at, b.lit_size - at, 0, 1};
     copy_literals(rest, blit, dst, 0, 1);
   }
-  if (frame.has_checksum && std::uint32_t(xxh64(dst, dst_size)) != frame.checksum)
-    run.status = -9;
+  if (frame.has_checksum && std::uint32_t(xxh64(dst, dst_size)) != frame.checksum) run.status = -9;
   return run;
 }
 

@@ -73,8 +73,7 @@ std::vector<int> decode_on_gpu(const std::vector<Case>& cases, std::vector<Bytes
   }
   EXPECT_EQ(cudaMemcpy(d_jobs, jobs.data(), n * sizeof(ZstdFrameJob), cudaMemcpyHostToDevice),
             cudaSuccess);
-  EXPECT_EQ(launch_zstd_decode(d_jobs, std::uint32_t(n), max_dst, d_status, nullptr),
-            cudaSuccess);
+  EXPECT_EQ(launch_zstd_decode(d_jobs, std::uint32_t(n), max_dst, d_status, nullptr), cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<int> status(n);
   EXPECT_EQ(cudaMemcpy(status.data(), d_status, n * sizeof(int), cudaMemcpyDeviceToHost),
@@ -88,9 +87,9 @@ std::vector<int> decode_on_gpu(const std::vector<Case>& cases, std::vector<Bytes
     outs.push_back(std::move(o));
     out_at += zstd_align(c.out_size);
   }
-  for (void* p : {static_cast<void*>(d_in), static_cast<void*>(d_out),
-                  static_cast<void*>(d_scratch), static_cast<void*>(d_jobs),
-                  static_cast<void*>(d_status)})
+  for (void* p :
+       {static_cast<void*>(d_in), static_cast<void*>(d_out), static_cast<void*>(d_scratch),
+        static_cast<void*>(d_jobs), static_cast<void*>(d_status)})
     cudaFree(p);
   return status;
 }
@@ -155,8 +154,8 @@ TEST_F(ZstdDecodeGpuTest, ABatchOfEveryKindDecodesToTheOriginalBytes) {
     ASSERT_EQ(status[k], 0) << c.name;
     EXPECT_TRUE(outs[k] == c.expect) << c.name;
     Bytes host(c.out_size);
-    ASSERT_EQ(zstd_test::decode_on_host(c.frame.data(), std::uint32_t(c.frame.size()),
-                                        host.data(), host.size())
+    ASSERT_EQ(zstd_test::decode_on_host(c.frame.data(), std::uint32_t(c.frame.size()), host.data(),
+                                        host.size())
                   .status,
               0)
         << c.name;

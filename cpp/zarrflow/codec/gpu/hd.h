@@ -1,13 +1,14 @@
 // Host/device portability for the GPU decode primitives (lz4_block.h, blosclz_block.h,
-// unshuffle.h): the same source runs in CUDA kernels and in host tests and reference drivers.
+// unshuffle.h, zstd_*.h): the same source runs in CUDA kernels and in host tests and reference
+// drivers.
 //
 //   ZF_HD            __host__ __device__ under nvcc, nothing for a plain C++ compiler.
 //   ZF_SYNC_LANES()  __syncwarp() in device code (all 32 lanes of the warp must reach it), nothing
 //                    on the host, where a decode runs as lane 0 of 1.
-//   DecodeStatus     the negative codes the decoders return. -1..-3 have the meaning of the
-//                    kernels' KernelError codes (kernels.h), and so has -4; -5 and -9 are left to the
-//                    kernels (unknown kind, checksum mismatch); -10 and -11 are
-//                    the zstd decoder's (zstd_frame.h).
+//   DecodeStatus     the negative codes the decoders return. -1..-4, -10 and -11 (the zstd
+//                    decoder's, zstd_frame.h) have the meaning of the kernels' KernelError codes
+//                    (kernel_jobs.h); -5 and -9 are left to the kernels (unknown kind, checksum
+//                    mismatch).
 #pragma once
 
 #include <cstddef>

@@ -43,9 +43,7 @@ ZF_HD inline std::uint64_t pack_sequence(std::uint32_t ll, std::uint32_t ml, std
   return std::uint64_t(ll) | (std::uint64_t(ml) << 18) | (std::uint64_t(off) << 36);
 }
 ZF_HD inline std::uint32_t sequence_ll(std::uint64_t s) { return std::uint32_t(s) & 0x3FFFF; }
-ZF_HD inline std::uint32_t sequence_ml(std::uint64_t s) {
-  return std::uint32_t(s >> 18) & 0x3FFFF;
-}
+ZF_HD inline std::uint32_t sequence_ml(std::uint64_t s) { return std::uint32_t(s >> 18) & 0x3FFFF; }
 ZF_HD inline std::uint32_t sequence_off(std::uint64_t s) { return std::uint32_t(s >> 36); }
 
 // Per-warp tables of the block stage: the literals' while they decode, then the sequences'.
@@ -79,9 +77,9 @@ ZF_HD inline int decode_huffman_stream(const std::uint8_t* src, std::uint32_t si
 // The literals of compressed block `b` of `frame` into lit[0, b.lit_size). Every lane returns
 // the same status when `sync` is a barrier of all lanes. Lane 0 builds the Huffman table.
 template <typename Sync>
-ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b,
-                               std::uint8_t* lit, ZstdBlockTables& t, int* shared_status,
-                               int lane, int nlanes, Sync sync) {
+ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b, std::uint8_t* lit,
+                               ZstdBlockTables& t, int* shared_status, int lane, int nlanes,
+                               Sync sync) {
   if (b.lit_type == kLitRaw) {
     for (std::uint32_t i = lane; i < b.lit_size; i += nlanes) lit[i] = frame[b.lit_src + i];
     return 0;
@@ -99,7 +97,8 @@ ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b
     int r = 0;
     if (!read_huffman_weights(frame + b.huf_desc, b.huf_desc_size, weights, &nsymbols, &used,
                               t.lit.weights) ||
-        used != b.huf_desc_size || !build_huffman_table(weights, nsymbols, t.lit.huffman, &max_bits))
+        used != b.huf_desc_size ||
+        !build_huffman_table(weights, nsymbols, t.lit.huffman, &max_bits))
       r = kDecodeCorrupt;
     *shared_status = r < 0 ? r : max_bits;
   }
@@ -111,8 +110,8 @@ ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b
   const std::uint8_t* src = frame + b.lit_src;
   if (b.streams == 1) {
     int r = 0;
-    if (lane == 0) r = decode_huffman_stream(src, b.lit_src_size, t.lit.huffman, max_bits, lit,
-                                             b.lit_size);
+    if (lane == 0)
+      r = decode_huffman_stream(src, b.lit_src_size, t.lit.huffman, max_bits, lit, b.lit_size);
     if (lane == 0) *shared_status = r;
     sync();
     r = *shared_status;
@@ -128,7 +127,8 @@ ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b
     for (int j = 0; j < k; ++j) at += sizes[j];
     const std::uint32_t size = k < 3 ? sizes[k] : b.lit_src_size - at;
     const std::uint32_t n = k < 3 ? part : b.lit_size - 3 * part;
-    const int rk = decode_huffman_stream(src + at, size, t.lit.huffman, max_bits, lit + k * part, n);
+    const int rk =
+        decode_huffman_stream(src + at, size, t.lit.huffman, max_bits, lit + k * part, n);
     if (rk < 0) r = rk;
   }
   // Agree on the result: any failing lane fails the section.

@@ -59,9 +59,7 @@ ZF_HD inline bool independent_match(const ZstdTask& t, std::uint32_t window_star
 }
 
 // The offset lies within what the frame has produced.
-ZF_HD inline bool valid_offset(const ZstdTask& t) {
-  return t.off != 0 && t.off <= t.out + t.ll;
-}
+ZF_HD inline bool valid_offset(const ZstdTask& t) { return t.off != 0 && t.off <= t.out + t.ll; }
 
 ZF_HD inline void copy_literals(const ZstdTask& t, const std::uint8_t* lit, std::uint8_t* dst,
                                 int lane, int nlanes) {

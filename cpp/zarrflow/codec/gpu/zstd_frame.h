@@ -53,9 +53,9 @@ struct ZstdBlockPlan {
   std::uint32_t huf_desc_size;
   std::uint32_t lit_out;  // where the literals go in the frame's literal scratch
   std::uint32_t nseq;
-  std::uint32_t seq_out;  // first sequence's index in the frame's sequence scratch
+  std::uint32_t seq_out;                // first sequence's index in the frame's sequence scratch
   std::uint32_t seq_src, seq_src_size;  // the sequences bitstream
-  std::uint8_t mode[3];   // ZstdTableMode of literal lengths, offsets, match lengths
+  std::uint8_t mode[3];                 // ZstdTableMode of literal lengths, offsets, match lengths
   std::uint8_t unused2 = 0;
   std::uint32_t table[3];  // the RLE symbol, or where the FSE table description is
   // Set by the block stage: decoded bytes and the repeat offsets at the block's end (symbolic,
@@ -166,8 +166,8 @@ ZF_HD inline int plan_literals(const std::uint8_t* frame, std::uint32_t c, std::
   const int hsize = format <= 1 ? 3 : format + 2;
   if (std::uint32_t(hsize) > n) return kDecodeCorrupt;
   const int size_bits = format <= 1 ? 10 : (format == 2 ? 14 : 18);
-  const std::uint64_t v = std::uint64_t(le(h, 4 > hsize ? hsize : 4)) |
-                          (hsize == 5 ? std::uint64_t(h[4]) << 32 : 0);
+  const std::uint64_t v =
+      std::uint64_t(le(h, 4 > hsize ? hsize : 4)) | (hsize == 5 ? std::uint64_t(h[4]) << 32 : 0);
   const std::uint32_t mask = (1u << size_bits) - 1;
   b->lit_size = std::uint32_t(v >> 4) & mask;
   const std::uint32_t csize = std::uint32_t(v >> (4 + size_bits)) & mask;
@@ -206,15 +206,15 @@ ZF_HD inline int plan_literals(const std::uint8_t* frame, std::uint32_t c, std::
 // Plans the frame in src[0, size), whose content must be dst_size bytes. Returns 0, or a
 // negative DecodeStatus (kDecodeUnsupported: leave the frame to the host).
 ZF_HD inline int plan_zstd_frame(const std::uint8_t* src, std::uint32_t size,
-                                 std::uint64_t dst_size, ZstdFrameRoom room,
-                                 ZstdBlockPlan* blocks, ZstdFramePlan* frame) {
+                                 std::uint64_t dst_size, ZstdFrameRoom room, ZstdBlockPlan* blocks,
+                                 ZstdFramePlan* frame) {
   using zstd_detail::le;
   *frame = ZstdFramePlan{};
   if (dst_size >= (1ull << 31)) return kDecodeUnsupported;
   if (size < 4) return kDecodeTruncated;
   const std::uint32_t magic = le(src, 4);
-  if (magic != kZstdMagic) return (magic & 0xFFFFFFF0u) == 0x184D2A50u ? kDecodeUnsupported
-                                                                        : kDecodeCorrupt;
+  if (magic != kZstdMagic)
+    return (magic & 0xFFFFFFF0u) == 0x184D2A50u ? kDecodeUnsupported : kDecodeCorrupt;
   std::uint32_t pos = 4;
   if (pos >= size) return kDecodeTruncated;
   const std::uint8_t fhd = src[pos++];
@@ -246,8 +246,7 @@ ZF_HD inline int plan_zstd_frame(const std::uint8_t* src, std::uint32_t size,
     if (single) window = fcs;
     pos += std::uint32_t(fcs_bytes);
   }
-  const std::uint32_t block_max =
-      window < kZstdMaxBlock ? std::uint32_t(window) : kZstdMaxBlock;
+  const std::uint32_t block_max = window < kZstdMaxBlock ? std::uint32_t(window) : kZstdMaxBlock;
   frame->block_max = block_max;
 
   std::uint32_t huf_desc = 0, huf_desc_size = 0;
@@ -274,8 +273,8 @@ ZF_HD inline int plan_zstd_frame(const std::uint8_t* src, std::uint32_t size,
       out_min += bsize;
     } else {
       std::uint32_t lit_bytes = 0;
-      if (int r = zstd_detail::plan_literals(src, pos, bsize, block_max, &huf_desc,
-                                             &huf_desc_size, &b, &lit_bytes);
+      if (int r = zstd_detail::plan_literals(src, pos, bsize, block_max, &huf_desc, &huf_desc_size,
+                                             &b, &lit_bytes);
           r < 0)
         return r;
       // Sequences section: count, modes, tables, bitstream.

@@ -20,16 +20,17 @@ namespace {
 #define ZF_ZSTD_WINDOW 256
 #endif
 constexpr int kWarp = 32;
-constexpr unsigned kGroupLanes = 4;        // lanes decoding one block (its Huffman streams)
+constexpr unsigned kGroupLanes = 4;                // lanes decoding one block (its Huffman streams)
 constexpr unsigned kGroups = kWarp / kGroupLanes;  // blocks a block-stage warp decodes at once
-constexpr unsigned kWindow = ZF_ZSTD_WINDOW;  // sequences of an execution window (its threads)
-constexpr unsigned kMaxBlockGroups = 64;   // block-stage thread blocks a frame at most
+constexpr unsigned kWindow = ZF_ZSTD_WINDOW;       // sequences of an execution window (its threads)
+constexpr unsigned kMaxBlockGroups = 64;           // block-stage thread blocks a frame at most
 
 __global__ void zstd_plan_kernel(ZstdFrameJob* jobs, std::uint32_t n, int* status) {
-  for (std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
+  for (std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n;
+       j += gridDim.x * blockDim.x) {
     ZstdFrameJob& job = jobs[j];
-    const int r = plan_zstd_frame(job.src, job.src_size, job.dst_size, job.room, job.blocks,
-                                  &job.frame);
+    const int r =
+        plan_zstd_frame(job.src, job.src_size, job.dst_size, job.room, job.blocks, &job.frame);
     status[job.status] = r < 0 ? r : kKernelOk;
   }
 }
@@ -70,8 +71,8 @@ __global__ void __launch_bounds__(kWarp)
 
 // The window's matches that read its own bytes, in order, by one warp: a round runs, one lane
 // each, every match of a chunk of 32 whose source no earlier match still to run writes.
-__device__ void run_dependent_matches(const ZstdTask* tasks, const unsigned* order,
-                                      unsigned count, std::uint8_t* dst, unsigned lane) {
+__device__ void run_dependent_matches(const ZstdTask* tasks, const unsigned* order, unsigned count,
+                                      std::uint8_t* dst, unsigned lane) {
   for (unsigned c = 0; c < count; c += kWarp) {
     const unsigned n = count - c < kWarp ? count - c : kWarp;
     ZstdTask t{};
@@ -117,8 +118,7 @@ __device__ bool execute_block(const ZstdFrameJob& job, const ZstdBlockPlan& b, i
     // Low half: literal bytes before this sequence; high half: output bytes before it.
     std::uint64_t before, total;
     Scan(scan).ExclusiveSum((std::uint64_t(ll + ml) << 32) | ll, before, total);
-    const ZstdTask task{out + std::uint32_t(before >> 32), at + std::uint32_t(before), ll, ml,
-                        off};
+    const ZstdTask task{out + std::uint32_t(before >> 32), at + std::uint32_t(before), ll, ml, off};
     if (__syncthreads_or(has && !valid_offset(task))) {
       *error = kDecodeOffsetBeforeStart;
       return false;
@@ -160,7 +160,8 @@ __global__ void __launch_bounds__(kWindow, 4)
     for (std::uint32_t i = 0; error == 0 && i < job.frame.blocks; ++i) {
       const ZstdBlockPlan& b = job.blocks[i];
       if (b.type == kZstdRaw) {
-        for (std::uint32_t k = t; k < b.size; k += kWindow) job.dst[b.out_pos + k] = job.src[b.src + k];
+        for (std::uint32_t k = t; k < b.size; k += kWindow)
+          job.dst[b.out_pos + k] = job.src[b.src + k];
       } else if (b.type == kZstdRle) {
         const std::uint8_t v = job.src[b.src];
         for (std::uint32_t k = t; k < b.size; k += kWindow) job.dst[b.out_pos + k] = v;
@@ -199,8 +200,8 @@ cudaError_t launch_zstd_decode(ZstdFrameJob* d_jobs, std::uint32_t n, std::uint6
   zstd_plan_kernel<<<grid_for(n, 128), 128, 0, stream>>>(d_jobs, n, d_status);
   // Enough thread blocks a frame for a warp per block of its largest (128 KiB blocks).
   const std::uint64_t blocks = max_dst / kZstdMaxBlock + 1;
-  const unsigned groups = unsigned(std::min<std::uint64_t>(
-      (blocks + kGroups - 1) / kGroups, kMaxBlockGroups));
+  const unsigned groups =
+      unsigned(std::min<std::uint64_t>((blocks + kGroups - 1) / kGroups, kMaxBlockGroups));
   const dim3 grid(std::min<std::uint32_t>(n, 65535u), groups);
   zstd_blocks_kernel<<<grid, kWarp, 0, stream>>>(d_jobs, n, d_status);
   zstd_execute_kernel<<<std::min<std::uint32_t>(n, 1u << 20), kWindow, 0, stream>>>(d_jobs, n,

@@ -86,8 +86,8 @@ ZF_HD inline bool read_fse_counts(const std::uint8_t* src, std::uint32_t size, i
 
 // Spreads `counts` over 2^log cells (RFC 8878 §4.1.1) and sets each cell's next-state rule.
 // `next` is scratch of at least `nsymbols` entries.
-ZF_HD inline bool build_fse_table(const std::int16_t* counts, int nsymbols, int log,
-                                  FseCell* table, std::uint16_t* next) {
+ZF_HD inline bool build_fse_table(const std::int16_t* counts, int nsymbols, int log, FseCell* table,
+                                  std::uint16_t* next) {
   const int size = 1 << log;
   int high = size - 1;
   for (int s = 0; s < nsymbols; ++s) {
@@ -130,13 +130,13 @@ enum class SeqTable { kLitLen = 0, kOffset = 1, kMatchLen = 2 };
 
 // The predefined distributions (RFC 8878 §3.1.1.3.2.2): counts, symbols and accuracy log.
 ZF_HD inline const std::int16_t* predefined_counts(SeqTable t, int* nsymbols, int* log) {
-  static constexpr std::int16_t kLitLen[36] = {4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-                                               2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+  static constexpr std::int16_t kLitLen[36] = {4, 3, 2, 2, 2, 2, 2, 2, 2,  2,  2,  2,
+                                               2, 1, 1, 1, 2, 2, 2, 2, 2,  2,  2,  2,
                                                2, 3, 2, 1, 1, 1, 1, 1, -1, -1, -1, -1};
   static constexpr std::int16_t kMatchLen[53] = {
-      1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+      1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,  1,  1,  1,  1,  1,  1, 1,
       1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1};
-  static constexpr std::int16_t kOffset[29] = {1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1,
+  static constexpr std::int16_t kOffset[29] = {1, 1, 1, 1, 1, 1, 2, 2, 2, 1,  1,  1,  1,  1, 1,
                                                1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1};
   switch (t) {
     case SeqTable::kLitLen:
@@ -156,20 +156,23 @@ ZF_HD inline const std::int16_t* predefined_counts(SeqTable t, int* nsymbols, in
 
 // Literal and match length codes -> baseline | extra bits << 24 (RFC 8878 §3.1.1.3.2.1). Device
 // code reads them from constant memory.
-#define ZF_LIT_LEN_CODES                                                                          \
-  {0,         1,         2,         3,          4,          5,          6,          7,          \
-   8,         9,         10,        11,         12,         13,         14,         15,         \
-   16 | 1u << 24, 18 | 1u << 24, 20 | 1u << 24, 22 | 1u << 24, 24 | 2u << 24, 28 | 2u << 24,   \
-   32 | 3u << 24, 40 | 3u << 24, 48 | 4u << 24, 64 | 6u << 24, 128 | 7u << 24, 256 | 8u << 24,  \
-   512 | 9u << 24, 1024 | 10u << 24, 2048 | 11u << 24, 4096 | 12u << 24, 8192 | 13u << 24,      \
-   16384 | 14u << 24, 32768 | 15u << 24, 65536 | 16u << 24}
+#define ZF_LIT_LEN_CODES                                                                           \
+  {                                                                                                \
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 | 1u << 24, 18 | 1u << 24,            \
+        20 | 1u << 24, 22 | 1u << 24, 24 | 2u << 24, 28 | 2u << 24, 32 | 3u << 24, 40 | 3u << 24,  \
+        48 | 4u << 24, 64 | 6u << 24, 128 | 7u << 24, 256 | 8u << 24, 512 | 9u << 24,              \
+        1024 | 10u << 24, 2048 | 11u << 24, 4096 | 12u << 24, 8192 | 13u << 24, 16384 | 14u << 24, \
+        32768 | 15u << 24, 65536 | 16u << 24                                                       \
+  }
 #define ZF_MATCH_LEN_CODES                                                                        \
-  {3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,    \
-   26, 27, 28, 29, 30, 31, 32, 33, 34, 35 | 1u << 24, 37 | 1u << 24, 39 | 1u << 24,               \
-   41 | 1u << 24, 43 | 2u << 24, 47 | 2u << 24, 51 | 3u << 24, 59 | 3u << 24, 67 | 4u << 24,      \
-   83 | 4u << 24, 99 | 5u << 24, 131 | 7u << 24, 259 | 8u << 24, 515 | 9u << 24,                  \
-   1027 | 10u << 24, 2051 | 11u << 24, 4099 | 12u << 24, 8195 | 13u << 24, 16387 | 14u << 24,     \
-   32771 | 15u << 24, 65539 | 16u << 24}
+  {                                                                                               \
+    3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,  \
+        28, 29, 30, 31, 32, 33, 34, 35 | 1u << 24, 37 | 1u << 24, 39 | 1u << 24, 41 | 1u << 24,   \
+        43 | 2u << 24, 47 | 2u << 24, 51 | 3u << 24, 59 | 3u << 24, 67 | 4u << 24, 83 | 4u << 24, \
+        99 | 5u << 24, 131 | 7u << 24, 259 | 8u << 24, 515 | 9u << 24, 1027 | 10u << 24,          \
+        2051 | 11u << 24, 4099 | 12u << 24, 8195 | 13u << 24, 16387 | 14u << 24,                  \
+        32771 | 15u << 24, 65539 | 16u << 24                                                      \
+  }
 #if defined(__CUDACC__)
 static __constant__ const std::uint32_t kLitLenCodesDevice[36] = ZF_LIT_LEN_CODES;
 static __constant__ const std::uint32_t kMatchLenCodesDevice[53] = ZF_MATCH_LEN_CODES;
@@ -270,8 +273,8 @@ ZF_HD inline bool read_huffman_weights(const std::uint8_t* src, std::uint32_t si
 }
 
 // Builds the decoding table of 2^*max_bits cells from weights[0..nsymbols).
-ZF_HD inline bool build_huffman_table(const std::uint8_t* weights, int nsymbols,
-                                      HuffmanCell* table, int* max_bits) {
+ZF_HD inline bool build_huffman_table(const std::uint8_t* weights, int nsymbols, HuffmanCell* table,
+                                      int* max_bits) {
   std::uint32_t sum = 0;
   int count_of_weight[kMaxHuffmanBits + 1] = {};
   for (int i = 0; i < nsymbols; ++i) {
