@@ -103,6 +103,10 @@ class BackwardBits {
     consumed_ -= back * 8;
     container_ = load(ptr_);
   }
+  // Reloads only when fewer than `bits` (<= 57) are left in the container.
+  ZF_HD void reload_for(int bits) {
+    if (consumed_ + std::uint32_t(bits) > 64) reload();
+  }
   // More bits were taken than the stream holds (after a reload).
   [[nodiscard]] ZF_HD bool overflowed() {
     reload();

@@ -66,7 +66,7 @@ ZF_HD inline int decode_huffman_stream(const std::uint8_t* src, std::uint32_t si
   BackwardBits in(src, size);
   if (!in.ok()) return kDecodeCorrupt;
   for (std::uint32_t i = 0; i < n; ++i) {
-    if ((i & 3) == 0) in.reload();  // four codes take at most 44 bits
+    if ((i & 3) == 0) in.reload_for(44);  // four codes take at most 44 bits
     const HuffmanCell c = table[in.peek(max_bits)];
     out[i] = c.symbol;
     in.skip(c.nbits);
@@ -196,12 +196,12 @@ ZF_HD inline int decode_zstd_sequences(const std::uint8_t* frame, ZstdBlockPlan&
   std::uint64_t total_ll = 0, total_ml = 0;
   for (std::uint32_t i = 0; i < b.nseq; ++i) {
     const FseCell cll = t.seq.ll[sll], cof = t.seq.of[sof], cml = t.seq.ml[sml];
-    // At most 31 + 16 + 16 bits of values, then 9 + 9 + 8 of states: two reloads a sequence.
-    in.reload();
+    // At most 31 + 16 + 16 bits of values, then 9 + 9 + 8 of states.
+    in.reload_for(31);
     const int ofc = cof.symbol;
     const std::uint32_t ofv = (1u << ofc) + in.read(ofc);
     const std::uint32_t mlc = match_length_code(cml.symbol), llc = literal_length_code(cll.symbol);
-    if (ofc > 25) in.reload();
+    in.reload_for(32);
     const std::uint32_t ml = (mlc & 0xFFFFFF) + in.read(int(mlc >> 24));
     const std::uint32_t ll = (llc & 0xFFFFFF) + in.read(int(llc >> 24));
     std::uint32_t off;
@@ -238,7 +238,7 @@ ZF_HD inline int decode_zstd_sequences(const std::uint8_t* frame, ZstdBlockPlan&
     total_ll += ll;
     total_ml += ml;
     if (i + 1 < b.nseq) {  // the states' updates: literal lengths, match lengths, offsets
-      in.reload();
+      in.reload_for(26);
       sll = cll.baseline + in.read(cll.nbits);
       sml = cml.baseline + in.read(cml.nbits);
       sof = cof.baseline + in.read(cof.nbits);

@@ -23,7 +23,7 @@ constexpr int kWarp = 32;
 constexpr unsigned kGroupLanes = 4;                // lanes decoding one block (its Huffman streams)
 constexpr unsigned kGroups = kWarp / kGroupLanes;  // blocks a block-stage warp decodes at once
 constexpr unsigned kWindow = ZF_ZSTD_WINDOW;       // sequences of an execution window (its threads)
-constexpr unsigned kMaxBlockGroups = 64;           // block-stage thread blocks a frame at most
+constexpr unsigned kMaxFrameSlots = 512;           // block-stage slots a frame at most
 
 __global__ void zstd_plan_kernel(ZstdFrameJob* jobs, std::uint32_t n, int* status) {
   for (std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n;
@@ -43,19 +43,25 @@ struct GroupSync {
 
 // One warp takes kGroups blocks at once, four lanes each: a block's Huffman streams decode on its
 // four lanes, its sequences on the first. The blocks' decoders are serial; running eight in a
-// warp is what keeps the SMs' issue slots from going to idle lanes.
+// warp is what keeps the SMs' issue slots from going to idle lanes. Group slots are numbered
+// over all frames, `per_frame` to a frame (its expected block count); a slot takes its frame's
+// blocks slot, slot + per_frame, ... so small frames (Blosc's) fill the warps too.
 __global__ void __launch_bounds__(kWarp)
-    zstd_blocks_kernel(const ZstdFrameJob* jobs, std::uint32_t n, int* status) {
+    zstd_blocks_kernel(const ZstdFrameJob* jobs, std::uint32_t n, std::uint32_t per_frame,
+                       int* status) {
   __shared__ ZstdBlockTables tables[kGroups];
   __shared__ int shared[kGroups];
   const unsigned lane = threadIdx.x % kWarp, group = lane / kGroupLanes;
   const unsigned glane = lane % kGroupLanes;
   const GroupSync sync{0xFu << (group * kGroupLanes)};
-  for (std::uint32_t j = blockIdx.x; j < n; j += gridDim.x) {
-    const ZstdFrameJob& job = jobs[j];
-    if (status[job.status] != kKernelOk) continue;
+  const std::uint64_t slots = std::uint64_t(n) * per_frame;
+  for (std::uint64_t slot = std::uint64_t(blockIdx.x) * kGroups + group; slot < slots;
+       slot += std::uint64_t(gridDim.x) * kGroups) {
+    const ZstdFrameJob& job = jobs[slot / per_frame];
+    // Another group may fail the frame meanwhile: the group's lanes go by one reading.
+    if (__shfl_sync(sync.mask, status[job.status], int(group * kGroupLanes)) != kKernelOk) continue;
     const std::uint32_t nblocks = job.frame.blocks;
-    for (std::uint32_t b = blockIdx.y * kGroups + group; b < nblocks; b += gridDim.y * kGroups) {
+    for (std::uint32_t b = std::uint32_t(slot % per_frame); b < nblocks; b += per_frame) {
       ZstdBlockPlan& plan = job.blocks[b];
       if (plan.type != kZstdCompressed) continue;
       int r = decode_zstd_literals(job.src, plan, job.literals + plan.lit_out, tables[group],
@@ -198,12 +204,12 @@ cudaError_t launch_zstd_decode(ZstdFrameJob* d_jobs, std::uint32_t n, std::uint6
                                int* d_status, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   zstd_plan_kernel<<<grid_for(n, 128), 128, 0, stream>>>(d_jobs, n, d_status);
-  // Enough thread blocks a frame for a warp per block of its largest (128 KiB blocks).
-  const std::uint64_t blocks = max_dst / kZstdMaxBlock + 1;
-  const unsigned groups =
-      unsigned(std::min<std::uint64_t>((blocks + kGroups - 1) / kGroups, kMaxBlockGroups));
-  const dim3 grid(std::min<std::uint32_t>(n, 65535u), groups);
-  zstd_blocks_kernel<<<grid, kWarp, 0, stream>>>(d_jobs, n, d_status);
+  // Block slots: as many a frame as its largest has 128 KiB blocks.
+  const std::uint64_t per_frame = std::max<std::uint64_t>(
+      1, std::min<std::uint64_t>((max_dst + kZstdMaxBlock - 1) / kZstdMaxBlock, kMaxFrameSlots));
+  const std::uint64_t ctas = (std::uint64_t(n) * per_frame + kGroups - 1) / kGroups;
+  zstd_blocks_kernel<<<unsigned(std::min<std::uint64_t>(ctas, 1u << 24)), kWarp, 0, stream>>>(
+      d_jobs, n, std::uint32_t(per_frame), d_status);
   zstd_execute_kernel<<<std::min<std::uint32_t>(n, 1u << 20), kWindow, 0, stream>>>(d_jobs, n,
                                                                                     d_status);
   zstd_checksum_kernel<<<grid_for(n, 4), 128, 0, stream>>>(d_jobs, n, d_status);
