@@ -12,6 +12,7 @@
 #ifdef ZARRFLOW_HAVE_CUDA
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/core/gpu/kernel_probe.h"
+#include "zarrflow/pipeline/gpu/read_plan.h"
 #endif
 
 namespace nb = nanobind;
@@ -385,6 +386,14 @@ void bind_gpu(nb::module_& m) {
 #else
     return false;
 #endif
+  });
+  m.def("set_zstd_decoder", [](const std::string& name) {
+    gpu::ZstdDecoder d;
+    if (!gpu::parse_zstd_decoder(name, &d))
+      throw nb::value_error(("zstd decoder must be 'auto', 'zarrflow' or 'nvcomp', got '" + name +
+                             "'")
+                                .c_str());
+    gpu::set_zstd_decoder(d);
   });
   m.def("set_nvcomp_library", [](const std::vector<std::string>& candidates) {
 #ifdef ZARRFLOW_HAVE_CUDA

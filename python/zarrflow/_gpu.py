@@ -81,10 +81,17 @@ def _nvcomp_candidates() -> list[str]:
 
 
 def configure() -> None:
-    """Point the C++ side at nvCOMP before the first GPU read (idempotent)."""
+    """Point the C++ side at nvCOMP, and tell it which zstd decoder to use
+    (``ZARRFLOW_GPU_ZSTD``, read once, here), before the first GPU read (idempotent)."""
     global _configured
     with _lock:
         if not _configured:
+            decoder = os.environ.get("ZARRFLOW_GPU_ZSTD", "auto")
+            try:
+                _core.set_zstd_decoder(decoder)
+            except ValueError:
+                raise ValueError("ZARRFLOW_GPU_ZSTD must be 'auto', 'zarrflow' or 'nvcomp', "
+                                 f"got {decoder!r}") from None
             _core.set_nvcomp_library(_nvcomp_candidates())
             _configured = True
 

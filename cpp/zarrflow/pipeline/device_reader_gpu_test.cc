@@ -20,6 +20,7 @@
 #include "zarrflow/codec/crc32c.h"
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/pipeline/gpu/read_plan.h"
 #include "zarrflow/pipeline/gpu/device_reader.h"
 #include "zarrflow/store/memory_store.h"
 #include "zarrflow/zarr/hierarchy.h"
@@ -193,17 +194,16 @@ TEST_F(DeviceReadTest, BloscLz4AndBlosclzOnOwnKernels) {
     }
 }
 
-// zstd decodes on the GPU with nvCOMP's decoder or zarrflow's (ZARRFLOW_GPU_ZSTD), and without
+// zstd decodes on the GPU with nvCOMP's decoder or zarrflow's (set_zstd_decoder), and without
 // nvCOMP with zarrflow's: the same bytes.
 TEST_F(DeviceReadTest, ZstdOnTheGpuWithEitherDecoder) {
   auto store = make("z", R"([{"name": "bytes", "configuration": {"endian": "little"}},
                              {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
                     zstd);
-  for (const char* decoder : {"zarrflow", "nvcomp", "auto"}) {
-    ASSERT_EQ(setenv("ZARRFLOW_GPU_ZSTD", decoder, 1), 0);
+  for (ZstdDecoder d : {ZstdDecoder::kZarrflow, ZstdDecoder::kNvcomp, ZstdDecoder::kAuto}) {
+    set_zstd_decoder(d);
     expect_same(store, "z", Selection::full({5, 9, 7}), GpuDecode::kOn, 0);
   }
-  unsetenv("ZARRFLOW_GPU_ZSTD");
 }
 
 // host_share moves decoding of compressed chunks to the host threads, evenly; uncompressed
@@ -1012,10 +1012,10 @@ TEST_F(DeviceReadTest, InternalBatchesAreEven) {
 // Pieces spread over any number of lanes (streams) read the same bytes as the CPU (zarrflow's
 // kernels, its zstd decoder included, each lane with its own zstd scratch).
 TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
-  ASSERT_EQ(setenv("ZARRFLOW_GPU_ZSTD", "zarrflow", 1), 0);  // its reads take every lane
-  struct Unset {
-    ~Unset() { unsetenv("ZARRFLOW_GPU_ZSTD"); }
-  } unset;
+  set_zstd_decoder(ZstdDecoder::kZarrflow);  // its reads take every lane
+  struct Reset {
+    ~Reset() { set_zstd_decoder(ZstdDecoder::kAuto); }
+  } reset;
   struct Case {
     std::string codecs;
     std::function<Bytes(const Bytes&)> encode;
@@ -1251,10 +1251,10 @@ TEST_F(DeviceReadTest, AFailedReadLeavesNoWorkOnItsBuffers) {
 TEST_F(DeviceReadTest, NvcompCallSplitWhenItsScratchDoesNotFit) {
   auto nv = Nvcomp::get();
   if (!nv.ok()) GTEST_SKIP() << "no nvCOMP: " << nv.status().to_string();
-  ASSERT_EQ(setenv("ZARRFLOW_GPU_ZSTD", "nvcomp", 1), 0);  // whatever the environment says
-  struct Unset {
-    ~Unset() { unsetenv("ZARRFLOW_GPU_ZSTD"); }
-  } unset;
+  set_zstd_decoder(ZstdDecoder::kNvcomp);  // this test is of nvCOMP's zstd
+  struct Reset {
+    ~Reset() { set_zstd_decoder(ZstdDecoder::kAuto); }
+  } reset;
   constexpr int kChunks = 64;
   const FieldStore fs = field_store(
       kChunks, R"([{"name": "bytes", "configuration": {"endian": "little"}},

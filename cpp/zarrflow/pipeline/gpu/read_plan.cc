@@ -1,7 +1,7 @@
 #include "zarrflow/pipeline/gpu/read_plan.h"
 
 #include <algorithm>
-#include <cstdlib>
+#include <atomic>
 #include <utility>
 
 namespace zarrflow::gpu {
@@ -292,11 +292,25 @@ std::vector<std::size_t> PiecePlanner::next(std::uint64_t* decoded_bytes) {
   return piece;
 }
 
-std::string zstd_decoder_setting() {
-  const char* v = std::getenv("ZARRFLOW_GPU_ZSTD");
-  if (v == nullptr) return "auto";
-  const std::string_view s(v);
-  return s == "zarrflow" || s == "nvcomp" ? std::string(s) : "auto";
+namespace {
+std::atomic<int> g_zstd_decoder{int(ZstdDecoder::kAuto)};
+}  // namespace
+
+void set_zstd_decoder(ZstdDecoder d) { g_zstd_decoder.store(int(d)); }
+
+ZstdDecoder zstd_decoder() { return ZstdDecoder(g_zstd_decoder.load()); }
+
+bool parse_zstd_decoder(std::string_view name, ZstdDecoder* d) {
+  if (name == "auto") {
+    *d = ZstdDecoder::kAuto;
+  } else if (name == "zarrflow") {
+    *d = ZstdDecoder::kZarrflow;
+  } else if (name == "nvcomp") {
+    *d = ZstdDecoder::kNvcomp;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 std::uint64_t nvcomp_piece_bytes(std::uint64_t gpu_total, std::uint64_t available,

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "zarrflow/codec/shard_indexes.h"
@@ -76,11 +77,15 @@ void choose_decoders(std::vector<Item>& items, ChainPrograms& programs, const Pl
 // before anything of its size is allocated.
 Status measure_stored_sizes(std::vector<Item>& items, ThreadPool* pool);
 
-// Which decoder takes zstd frames on the GPU, from the ZARRFLOW_GPU_ZSTD environment variable:
-// "zarrflow" (its own, codec/gpu/zstd_kernels.cu), "nvcomp", or "auto" (unset or anything else):
-// nvCOMP's where it is loaded -- as fast on whole zstd chunks at half the GPU time, and faster on
-// Blosc's small zstd blocks (docs/settings.md) -- else zarrflow's.
-std::string zstd_decoder_setting();
+// Which decoder takes zstd frames on the GPU, for the whole process (the Python package sets it
+// from ZARRFLOW_GPU_ZSTD): zarrflow's own (codec/gpu/zstd_kernels.cu), nvCOMP's (where it is
+// loaded), or kAuto: nvCOMP's where it is loaded -- as fast on whole zstd chunks at half the GPU
+// time, and faster on Blosc's small zstd blocks (docs/settings.md) -- else zarrflow's.
+enum class ZstdDecoder { kAuto, kZarrflow, kNvcomp };
+void set_zstd_decoder(ZstdDecoder d);
+ZstdDecoder zstd_decoder();
+// "auto", "zarrflow" or "nvcomp"; false for anything else.
+bool parse_zstd_decoder(std::string_view name, ZstdDecoder* d);
 
 // The most staged (compressed) and decoded bytes one piece may hold.
 struct PieceBounds {
