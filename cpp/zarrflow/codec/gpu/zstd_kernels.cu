@@ -16,14 +16,11 @@
 namespace zarrflow::gpu {
 namespace {
 
-#ifndef ZF_ZSTD_WINDOW
-#define ZF_ZSTD_WINDOW 256
-#endif
 constexpr int kWarp = 32;
 constexpr unsigned kGroupLanes = 4;                // lanes decoding one block (its Huffman streams)
 constexpr unsigned kGroups = kWarp / kGroupLanes;  // blocks a block-stage warp decodes at once
-constexpr unsigned kWindow = ZF_ZSTD_WINDOW;       // sequences of an execution window (its threads)
-constexpr unsigned kMaxFrameSlots = 512;           // block-stage slots a frame at most
+constexpr unsigned kWindow = 256;  // sequences of an execution window (its threads); 512 was slower
+constexpr unsigned kMaxFrameSlots = 512;  // block-stage slots a frame at most
 
 __global__ void zstd_plan_kernel(ZstdFrameJob* jobs, std::uint32_t n, int* status) {
   for (std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n;
