@@ -8,11 +8,11 @@
 
 #include "status_error.h"
 #include "tensor.h"
+#include "zarrflow/pipeline/gpu/read_plan.h"  // plain C++: the zstd decoder setting
 
 #ifdef ZARRFLOW_HAVE_CUDA
 #include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/core/gpu/kernel_probe.h"
-#include "zarrflow/pipeline/gpu/read_plan.h"
 #endif
 
 namespace nb = nanobind;
