@@ -111,22 +111,29 @@ void ReadOp::look_up_caches() {
 // uncompressed) have no such latency: small pieces (256 MB staged) on several lanes overlap
 // reading, copies and decoding best, bounded by 2 GB decoded shared by the lanes (at least
 // 512 MB each; the decoded bound matters for chunks of mostly fill value, which compress to
-// almost nothing). An explicit batch_bytes sets the staged bound, and twice it the decoded one.
+// almost nothing). zarrflow's zstd decoder keeps a scratch of about 3x the decoded bytes on each
+// lane, as nvCOMP's does on its one: its lanes share the decoded bytes one nvCOMP piece may
+// hold. An explicit batch_bytes sets the staged bound, and twice it the decoded one.
 PieceBounds ReadOp::piece_bounds() const {
   if (opt_.batch_bytes != 0) return {opt_.batch_bytes, 2 * opt_.batch_bytes};
-  if (!programs_.any_nvcomp(gpu_.zstd_nvcomp))
-    return {std::uint64_t{256} << 20,
-            std::max<std::uint64_t>((std::uint64_t{2} << 30) / lanes_.size(), 512 << 20)};
+  const bool nvcomp = programs_.any_nvcomp(gpu_.zstd_nvcomp);
+  const bool zstd_scratch = !nvcomp && programs_.any_nvcomp(true);
+  constexpr std::uint64_t kSmallStaged = std::uint64_t{256} << 20;
+  const std::uint64_t small_decoded =
+      std::max<std::uint64_t>((std::uint64_t{2} << 30) / lanes_.size(), 512 << 20);
+  if (!nvcomp && !zstd_scratch) return {kSmallStaged, small_decoded};
+  std::uint64_t d = std::uint64_t{3} << 30;  // the GPU's size unknown
   std::size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess) {
+    const std::uint64_t available =
+        std::min<std::uint64_t>(free + device_.cached_bytes(), device_.room());
+    d = nvcomp_piece_bytes(total, available, opt_.read_budget);
+  } else {
     cudaGetLastError();
-    constexpr std::uint64_t kUnknownGpu = std::uint64_t{3} << 30;  // the GPU's size unknown
-    return {kUnknownGpu, kUnknownGpu};
   }
-  const std::uint64_t available =
-      std::min<std::uint64_t>(free + device_.cached_bytes(), device_.room());
-  const std::uint64_t d = nvcomp_piece_bytes(total, available, opt_.read_budget);
-  return {d, d};
+  if (nvcomp) return {d, d};
+  return {kSmallStaged,
+          std::min(small_decoded, std::max<std::uint64_t>(d / lanes_.size(), 64 << 20))};
 }
 
 // Reads that nvCOMP decodes keep one lane: its calls are latency-bound (each chunk decodes on
