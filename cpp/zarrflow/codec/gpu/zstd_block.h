@@ -1,6 +1,7 @@
 // The second stage of the GPU zstd decoder: the entropy decoding of one compressed block
 // (RFC 8878 §3.1.1.3), independent of the frame's other blocks once the walk (zstd_frame.h) has
-// said which tables it uses. Host and device code; in a kernel one warp takes a block.
+// said which tables it uses. Host and device code; in a kernel four lanes of a warp take a block
+// (zstd_kernels.cu).
 //
 //   decode_zstd_literals   the literals section into the frame's literal scratch: raw and RLE
 //                          sections lane-split, Huffman streams one per lane (1 or 4)

@@ -6,8 +6,9 @@
 //   2. the block's sequences run a window at a time, one thread a sequence: a scan gives each its
 //      output and literal positions (ZstdTask); every thread copies its literals, and its match
 //      when the match reads only bytes before the window (independent_match), all at once;
-//   3. the window's other matches -- those reading bytes the window writes -- run after, in
-//      order, one warp each match (copy_match).
+//   3. the window's other matches -- those reading bytes the window writes -- run after, by one
+//      warp in rounds: a round runs, a lane each, every match whose source no earlier match still
+//      to run writes (the host tests run them in order, copy_match).
 //
 // Matches copy with the periodic form of LZ77 (as lz4_block.h): byte k of a match at p with
 // offset d is dst[p - d + k % d], so a match reads only bytes before p, never its own output,
