@@ -148,9 +148,9 @@ Status ReadOp::copy_into_gpu_cache(Batch& b) {
   return {};
 }
 
-// The decoders in order (zstd: zarrflow's decoder or nvCOMP's; nvCOMP deflate and the checksums of what it inflated,
-// zarrflow's streams, Blosc's un-shuffles), then the scatter, then the statuses and NaN count
-// back to pinned memory.
+// The decoders in order (zstd: zarrflow's decoder or nvCOMP's; nvCOMP deflate and the checksums
+// of what it inflated; zarrflow's streams; Blosc's un-shuffles), then the scatter, then the
+// statuses and NaN count back to pinned memory.
 Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables& tables) {
   const cudaStream_t stream = b.stream;
   std::byte* dt = b.d_tables.data();
