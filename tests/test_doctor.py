@@ -16,7 +16,8 @@ from zarrflow.tools import doctor
 
 def run_zarrflow(*args: str, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items()
-               if k not in ("ZARRFLOW_NUM_THREADS", "ZARRFLOW_GPU_MEMORY_LIMIT", "LOCAL_WORLD_SIZE")}
+               if k not in ("ZARRFLOW_NUM_THREADS", "ZARRFLOW_GPU_MEMORY_LIMIT", "ZARRFLOW_GPU_ZSTD",
+                            "LOCAL_WORLD_SIZE")}
     return subprocess.run([sys.executable, "-m", "zarrflow", *args], capture_output=True,
                           text=True, env={**environ, **env}, timeout=120)
 
@@ -90,6 +91,11 @@ def test_doctor_on_a_gpu_lists_it_and_nvcomp():
     (nvcomp,) = lines_starting(out, "nvCOMP: ")
     status = zarrflow.nvcomp_status()
     assert nvcomp.startswith("nvCOMP: on, ") if not status else status.splitlines()[0] in nvcomp
+    (zstd,) = lines_starting(out, "zstd on the GPU: ")
+    assert zstd == ("zstd on the GPU: nvCOMP's decoder, ZARRFLOW_GPU_ZSTD=auto" if not status else
+                    "zstd on the GPU: zarrflow's decoder (nvCOMP is off), ZARRFLOW_GPU_ZSTD=auto")
+    forced = run_zarrflow("doctor", ZARRFLOW_GPU_ZSTD="zarrflow").stdout
+    assert "zstd on the GPU: zarrflow's decoder" in forced, forced
     assert len(lines_starting(out, "cuFile (io='cufile' only): ")) == 1
     (limit,) = lines_starting(out, "GPU memory limit: ")
     assert limit.endswith("on GPU 0 (ZARRFLOW_GPU_MEMORY_LIMIT=0.25)")

@@ -84,6 +84,17 @@ def _memory_line() -> str:
     return f"GPU memory limit: {amount} on GPU 0 ({source})"
 
 
+def _zstd_line() -> str:
+    """Which decoder takes zstd chunks on the GPU (ZARRFLOW_GPU_ZSTD; docs/settings.md)."""
+    choice = os.environ.get("ZARRFLOW_GPU_ZSTD", "auto")
+    if choice not in ("auto", "zarrflow", "nvcomp"):
+        return f"zstd on the GPU: ZARRFLOW_GPU_ZSTD={choice!r} is not auto, zarrflow or nvcomp"
+    nvcomp = not _gpu.nvcomp_status()
+    used = "nvCOMP's decoder" if nvcomp and choice != "zarrflow" else "zarrflow's decoder"
+    why = " (nvCOMP is off)" if not nvcomp else ""
+    return f"zstd on the GPU: {used}{why}, ZARRFLOW_GPU_ZSTD={choice}"
+
+
 def _nvcomp_line() -> str:
     status = _gpu.nvcomp_status()
     if status:
@@ -134,6 +145,7 @@ def _gpu_lines(info: dict) -> list[str]:
         lines.append(f"GPU path: off because {status}; reads run on the host")
         return lines
     lines.append(_nvcomp_line())
+    lines.append(_zstd_line())
     lines.append(_cufile_line())
     return lines
 
