@@ -145,11 +145,11 @@ inline HostRun decode_on_host(const std::uint8_t* src, std::uint32_t size, std::
   for (std::uint32_t i = 0; i < frame.blocks; ++i) {
     const ZstdBlockPlan& b = blocks[i];
     if (b.type == kZstdRaw) {
-      for (std::uint32_t k = 0; k < b.size; ++k) dst[b.out_pos + k] = src[b.src + k];
+      lane_copy(src + b.src, dst + b.out_pos, b.size, 0, 1);
       continue;
     }
     if (b.type == kZstdRle) {
-      for (std::uint32_t k = 0; k < b.size; ++k) dst[b.out_pos + k] = src[b.src];
+      lane_fill(dst + b.out_pos, src[b.src], b.size, 0, 1);
       continue;
     }
     const std::uint8_t* blit = lit.data() + b.lit_out;

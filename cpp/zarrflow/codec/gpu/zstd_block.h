@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "zarrflow/codec/gpu/hd.h"
+#include "zarrflow/codec/gpu/lz4_block.h"  // lane_copy, lane_fill
 #include "zarrflow/codec/gpu/zstd_bits.h"
 #include "zarrflow/codec/gpu/zstd_frame.h"
 #include "zarrflow/codec/gpu/zstd_tables.h"
@@ -82,12 +83,11 @@ ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b
                                ZstdBlockTables& t, int* shared_status, int lane, int nlanes,
                                Sync sync) {
   if (b.lit_type == kLitRaw) {
-    for (std::uint32_t i = lane; i < b.lit_size; i += nlanes) lit[i] = frame[b.lit_src + i];
+    lane_copy(frame + b.lit_src, lit, b.lit_size, lane, nlanes);
     return 0;
   }
   if (b.lit_type == kLitRle) {
-    const std::uint8_t v = frame[b.lit_src];
-    for (std::uint32_t i = lane; i < b.lit_size; i += nlanes) lit[i] = v;
+    lane_fill(lit, frame[b.lit_src], b.lit_size, lane, nlanes);
     return 0;
   }
   int max_bits = 0;

@@ -64,7 +64,7 @@ ZF_HD inline bool valid_offset(const ZstdTask& t) { return t.off != 0 && t.off <
 
 ZF_HD inline void copy_literals(const ZstdTask& t, const std::uint8_t* lit, std::uint8_t* dst,
                                 int lane, int nlanes) {
-  for (std::uint32_t i = lane; i < t.ll; i += nlanes) dst[t.out + i] = lit[t.lit + i];
+  lane_copy(lit + t.lit, dst + t.out, t.ll, lane, nlanes);
 }
 
 // to[i] = from[i % period] for i < n, by one thread: 16 loads, then their 16 stores (the loads

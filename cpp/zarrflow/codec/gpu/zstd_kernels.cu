@@ -163,11 +163,9 @@ __global__ void __launch_bounds__(kWindow, 4)
     for (std::uint32_t i = 0; error == 0 && i < job.frame.blocks; ++i) {
       const ZstdBlockPlan& b = job.blocks[i];
       if (b.type == kZstdRaw) {
-        for (std::uint32_t k = t; k < b.size; k += kWindow)
-          job.dst[b.out_pos + k] = job.src[b.src + k];
+        lane_copy(job.src + b.src, job.dst + b.out_pos, b.size, int(t), kWindow);
       } else if (b.type == kZstdRle) {
-        const std::uint8_t v = job.src[b.src];
-        for (std::uint32_t k = t; k < b.size; k += kWindow) job.dst[b.out_pos + k] = v;
+        lane_fill(job.dst + b.out_pos, job.src[b.src], b.size, int(t), kWindow);
       } else {
         int e = 0;
         if (!execute_block(job, b, &e) && t == 0) error = e;
