@@ -18,6 +18,7 @@
 namespace zarrflow::gpu {
 namespace {
 
+using zstd_test::byte_shuffled;
 using zstd_test::Bytes;
 using zstd_test::compress;
 using zstd_test::floats_like_era5;
@@ -46,11 +47,15 @@ void expect_round_trip(const Bytes& data, const Params& p, const std::string& wh
 }
 
 TEST(GpuZstd, DecodesWhatLibzstdWritesAtEveryLevel) {
-  const Bytes data[] = {floats_like_era5(1 << 20, 1), text_like(300000, 2), random_bytes(200000, 3),
-                        Bytes(500000, 7), mixed(1 << 20, 4)};
-  const char* names[] = {"floats", "text", "random", "zeros", "mixed"};
+  const Bytes data[] = {floats_like_era5(1 << 20, 1),
+                        text_like(300000, 2),
+                        random_bytes(200000, 3),
+                        Bytes(500000, 7),
+                        mixed(1 << 20, 4),
+                        byte_shuffled(floats_like_era5(1 << 18, 5))};
+  const char* names[] = {"floats", "text", "random", "zeros", "mixed", "shuffled floats"};
   for (int level : {-5, 1, 3, 6, 9, 12, 16, 19, 22}) {
-    for (int d = 0; d < 5; ++d) {
+    for (int d = 0; d < 6; ++d) {
       Params p;
       p.level = level;
       expect_round_trip(data[d], p, std::string(names[d]) + " level " + std::to_string(level));

@@ -96,6 +96,15 @@ inline Bytes random_bytes(std::size_t n, unsigned seed) {
   return out;
 }
 
+// Blosc's byte shuffle of `data` (typesize 4): long runs of equal bytes, and long literals.
+inline Bytes byte_shuffled(const Bytes& data) {
+  const std::size_t n = data.size() / 4;
+  Bytes out(data.size());
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t b = 0; b < 4; ++b) out[b * n + i] = data[4 * i + b];
+  return out;
+}
+
 inline Bytes mixed(std::size_t n, unsigned seed) {  // zeros, random, text and floats in turn
   Bytes out;
   unsigned k = 0;

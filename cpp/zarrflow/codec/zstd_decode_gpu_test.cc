@@ -112,6 +112,12 @@ TEST_F(ZstdDecodeGpuTest, ABatchOfEveryKindDecodesToTheOriginalBytes) {
   Params checksum;
   checksum.checksum = true;
   cases.push_back(good("text with checksum", zstd_test::text_like(300000, 1), checksum));
+  // Blosc's blocks: runs and literals of kilobytes, which whole warps copy.
+  for (unsigned seed : {30u, 31u}) {
+    cases.push_back(good("byte-shuffled floats with checksum " + std::to_string(seed),
+                         zstd_test::byte_shuffled(zstd_test::floats_like_era5(1 << 18, seed)),
+                         checksum));
+  }
   Params stream;
   stream.stream = true;
   stream.content_size = false;

@@ -67,11 +67,13 @@ ZF_HD inline int decode_huffman_stream(const std::uint8_t* src, std::uint32_t si
                                        std::uint32_t n) {
   BackwardBits in(src, size);
   if (!in.ok()) return kDecodeCorrupt;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    if ((i & 3) == 0) in.reload_for(44);  // four codes take at most 44 bits
-    const HuffmanCell c = table[in.peek(max_bits)];
-    out[i] = c.symbol;
-    in.skip(c.nbits);
+  for (std::uint32_t i = 0; i < n;) {
+    in.reload_for(33);  // three codes take at most 33 bits
+    for (const std::uint32_t end = n - i < 3 ? n : i + 3; i < end; ++i) {
+      const HuffmanCell c = table[in.peek(max_bits)];
+      out[i] = c.symbol;
+      in.skip(c.nbits);
+    }
   }
   return in.finished() ? 0 : kDecodeCorrupt;
 }
@@ -180,10 +182,15 @@ ZF_HD inline bool build_sequence_table(const std::uint8_t* frame, const ZstdBloc
 ZF_HD inline int decode_zstd_sequences(const std::uint8_t* frame, ZstdBlockPlan& b,
                                        std::uint32_t block_max, ZstdBlockTables& t,
                                        std::uint64_t* seq) {
-  std::uint32_t hist[3] = {OffsetRef::slot(0), OffsetRef::slot(1), OffsetRef::slot(2)};
-  if (b.nseq == 0) {
+  // Kept in registers: the plan is in memory the stores to `seq` might alias, and an indexed
+  // history array would live in (slow) local memory.
+  const std::uint32_t nseq = b.nseq;
+  std::uint32_t h0 = OffsetRef::slot(0), h1 = OffsetRef::slot(1), h2 = OffsetRef::slot(2);
+  if (nseq == 0) {
     b.out_size = b.lit_size;
-    for (int k = 0; k < 3; ++k) b.history[k] = hist[k];
+    b.history[0] = h0;
+    b.history[1] = h1;
+    b.history[2] = h2;
     return 0;
   }
   int ll_log = 0, of_log = 0, ml_log = 0;
@@ -195,7 +202,7 @@ ZF_HD inline int decode_zstd_sequences(const std::uint8_t* frame, ZstdBlockPlan&
   if (!in.ok()) return kDecodeCorrupt;
   std::uint32_t sll = in.read(ll_log), sof = in.read(of_log), sml = in.read(ml_log);
   std::uint64_t total_ll = 0, total_ml = 0;
-  for (std::uint32_t i = 0; i < b.nseq; ++i) {
+  for (std::uint32_t i = 0; i < nseq; ++i) {
     const FseCell cll = t.seq.ll[sll], cof = t.seq.of[sof], cml = t.seq.ml[sml];
     // At most 31 + 16 + 16 bits of values, then 9 + 9 + 8 of states.
     in.reload_for(31);
@@ -209,36 +216,36 @@ ZF_HD inline int decode_zstd_sequences(const std::uint8_t* frame, ZstdBlockPlan&
     if (ofv > 3) {
       if (ofv - 3 > kZstdMaxOffset) return kDecodeUnsupported;
       off = OffsetRef::value(ofv - 3);
-      hist[2] = hist[1];
-      hist[1] = hist[0];
-      hist[0] = off;
+      h2 = h1;
+      h1 = h0;
     } else {
       const std::uint32_t k = ll == 0 ? ofv : ofv - 1;  // 0..3; 3 = Repeated_Offset1 - 1
-      if (k == 0) {
-        off = hist[0];
-      } else if (k == 3) {
-        const std::uint32_t h = hist[0];
-        if (h & OffsetRef::kSymbolic) {
-          if ((h & ((1u << 25) - 1)) == (1u << 25) - 1) return kDecodeUnsupported;
-          off = h + 1;  // one more subtracted
+      if (k == 3) {
+        if (h0 & OffsetRef::kSymbolic) {
+          if ((h0 & ((1u << 25) - 1)) == (1u << 25) - 1) return kDecodeUnsupported;
+          off = h0 + 1;  // one more subtracted
         } else {
-          if (h <= 1) return kDecodeCorrupt;  // an offset of 0
-          off = h - 1;
+          if (h0 <= 1) return kDecodeCorrupt;  // an offset of 0
+          off = h0 - 1;
         }
-        hist[2] = hist[1];
-        hist[1] = hist[0];
-        hist[0] = off;
+        h2 = h1;
+        h1 = h0;
+      } else if (k == 2) {
+        off = h2;
+        h2 = h1;
+        h1 = h0;
+      } else if (k == 1) {
+        off = h1;
+        h1 = h0;
       } else {
-        off = hist[k];
-        if (k == 2) hist[2] = hist[1];
-        hist[1] = hist[0];
-        hist[0] = off;
+        off = h0;
       }
     }
+    h0 = off;
     seq[i] = pack_sequence(ll, ml, off);
     total_ll += ll;
     total_ml += ml;
-    if (i + 1 < b.nseq) {  // the states' updates: literal lengths, match lengths, offsets
+    if (i + 1 < nseq) {  // the states' updates: literal lengths, match lengths, offsets
       in.reload_for(26);
       sll = cll.baseline + in.read(cll.nbits);
       sml = cml.baseline + in.read(cml.nbits);
@@ -250,7 +257,9 @@ ZF_HD inline int decode_zstd_sequences(const std::uint8_t* frame, ZstdBlockPlan&
   const std::uint64_t out = b.lit_size + total_ml;
   if (out > block_max) return kDecodeCorrupt;
   b.out_size = std::uint32_t(out);
-  for (int k = 0; k < 3; ++k) b.history[k] = hist[k];
+  b.history[0] = h0;
+  b.history[1] = h1;
+  b.history[2] = h2;
   return 0;
 }
 

@@ -5,10 +5,12 @@
 //      output starts and the repeat offsets it starts with (resolve_zstd_blocks);
 //   2. the block's sequences run a window at a time, one thread a sequence: a scan gives each its
 //      output and literal positions (ZstdTask); every thread copies its literals, and its match
-//      when the match reads only bytes before the window (independent_match), all at once;
+//      when the match reads only bytes before the window (independent_match), all at once; a
+//      sequence that copies more than a few dozen bytes is copied by a whole warp instead;
 //   3. the window's other matches -- those reading bytes the window writes -- run after, by one
-//      warp in rounds: a round runs, a lane each, every match whose source no earlier match still
-//      to run writes (the host tests run them in order, copy_match).
+//      warp in rounds: a round runs, a lane each (the whole warp for a long one), every match
+//      whose source no earlier match still to run writes (the host tests run them in order,
+//      copy_match).
 //
 // Matches copy with the periodic form of LZ77 (as lz4_block.h): byte k of a match at p with
 // offset d is dst[p - d + k % d], so a match reads only bytes before p, never its own output,
@@ -88,6 +90,27 @@ ZF_HD inline void copy_run(const std::uint8_t* from, std::uint8_t* to, std::uint
   }
 }
 
+// copy_run's bytes split over `nlanes` lanes, four a lane a round: a round's loads precede its
+// stores (which they may not alias, as in copy_run), so a lane waits on memory once a round.
+ZF_HD inline void lane_copy_run(const std::uint8_t* from, std::uint8_t* to, std::uint32_t n,
+                                std::uint32_t period, int lane, int nlanes) {
+  constexpr std::uint32_t kPerLane = 4;
+  const std::uint32_t stride = std::uint32_t(nlanes), step = stride % period;
+  std::uint32_t j = std::uint32_t(lane) % period;  // i % period
+  for (std::uint32_t i = std::uint32_t(lane); i < n; i += kPerLane * stride) {
+    std::uint8_t b[kPerLane];
+#pragma unroll
+    for (std::uint32_t k = 0; k < kPerLane; ++k) {
+      if (i + k * stride < n) b[k] = from[j];
+      j += step;
+      if (j >= period) j -= period;
+    }
+#pragma unroll
+    for (std::uint32_t k = 0; k < kPerLane; ++k)
+      if (i + k * stride < n) to[i + k * stride] = b[k];
+  }
+}
+
 // The sequence's literals, and its match when `with_match`, by one thread.
 ZF_HD inline void run_sequence(const ZstdTask& t, const std::uint8_t* lit, std::uint8_t* dst,
                                bool with_match) {
@@ -127,21 +150,31 @@ ZF_HD inline std::uint64_t round(std::uint64_t acc, std::uint64_t lane) {
 }
 }  // namespace xxh
 
-// Accumulator k (0..3) after every whole stripe of data[0, n).
-ZF_HD inline std::uint64_t xxh64_accumulator(const std::uint8_t* data, std::uint64_t n, int k) {
+// Accumulator k's (0..3) value before the first stripe.
+ZF_HD inline std::uint64_t xxh64_start(int k) {
   using namespace xxh;
-  std::uint64_t v = k == 0 ? P1 + P2 : k == 1 ? P2 : k == 2 ? 0 : 0 - P1;
+  return k == 0 ? P1 + P2 : k == 1 ? P2 : k == 2 ? 0 : 0 - P1;
+}
+
+// Accumulator k (0..3), `v` after stripes [0, first), after stripes [first, last) of data.
+ZF_HD inline std::uint64_t xxh64_stripes(std::uint64_t v, const std::uint8_t* data,
+                                         std::uint64_t first, std::uint64_t last, int k) {
+  using namespace xxh;
   const std::uint8_t* p = data + 8 * k;
-  const std::uint64_t stripes = n / 32;
 #if defined(__CUDA_ARCH__)
   if ((reinterpret_cast<std::uintptr_t>(data) & 7) == 0) {  // whole words (GPUs are little-endian)
     const auto* w = reinterpret_cast<const std::uint64_t*>(p);
-    for (std::uint64_t i = 0; i < stripes; ++i) v = round(v, w[4 * i]);
+    for (std::uint64_t i = first; i < last; ++i) v = round(v, w[4 * i]);
     return v;
   }
 #endif
-  for (std::uint64_t i = 0; i < stripes; ++i) v = round(v, load64(p + 32 * i));
+  for (std::uint64_t i = first; i < last; ++i) v = round(v, load64(p + 32 * i));
   return v;
+}
+
+// Accumulator k (0..3) after every whole stripe of data[0, n).
+ZF_HD inline std::uint64_t xxh64_accumulator(const std::uint8_t* data, std::uint64_t n, int k) {
+  return xxh64_stripes(xxh64_start(k), data, 0, n / 32, k);
 }
 
 ZF_HD inline std::uint64_t xxh64_finish(const std::uint64_t* acc, const std::uint8_t* data,

@@ -21,6 +21,9 @@ constexpr unsigned kGroupLanes = 4;                // lanes decoding one block (
 constexpr unsigned kGroups = kWarp / kGroupLanes;  // blocks a block-stage warp decodes at once
 constexpr unsigned kWindow = 256;  // sequences of an execution window (its threads); 512 was slower
 constexpr unsigned kMaxFrameSlots = 512;  // block-stage slots a frame at most
+// Bytes a sequence's thread copies alone; a whole warp copies longer sequences (Blosc's shuffled
+// blocks have runs of kilobytes, which one thread would copy while the window waits).
+constexpr std::uint32_t kLongCopy = 64;
 
 __global__ void zstd_plan_kernel(ZstdFrameJob* jobs, std::uint32_t n, int* status) {
   for (std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n;
@@ -91,11 +94,42 @@ __device__ void run_dependent_matches(const ZstdTask* tasks, const unsigned* ord
         if (j < lane && !(done >> j & 1) && pj < src + reach && src < pj + mj) blocked = true;
       }
       const bool ready = lane < n && !(done >> lane & 1) && !blocked;
-      if (ready) copy_run(dst + (p - t.off), dst + p, t.ml, t.off);
+      const bool alone = ready && t.ml <= kLongCopy;
+      if (alone) copy_run(dst + (p - t.off), dst + p, t.ml, t.off);
+      for (unsigned m = __ballot_sync(0xFFFFFFFFu, ready && !alone); m != 0; m &= m - 1) {
+        const int l = __ffs(int(m)) - 1;  // a long match: the warp copies it
+        const std::uint32_t lp = __shfl_sync(0xFFFFFFFFu, p, l);
+        const std::uint32_t loff = __shfl_sync(0xFFFFFFFFu, t.off, l);
+        const std::uint32_t lml = __shfl_sync(0xFFFFFFFFu, t.ml, l);
+        lane_copy_run(dst + (lp - loff), dst + lp, lml, loff, int(lane), kWarp);
+      }
       done |= __ballot_sync(0xFFFFFFFFu, ready);
       __syncwarp();
     }
   }
+}
+
+// The window's tasks whose bits are set in masks[] (a warp's each), in order, into
+// order[0, *count), by one warp.
+__device__ void list_tasks(const unsigned* masks, unsigned* order, unsigned* count, unsigned lane) {
+  unsigned n = 0;
+  for (unsigned k = 0; k < kWindow / kWarp; ++k) {
+    const unsigned m = masks[k];
+    if (m >> lane & 1) order[n + __popc(m & ((1u << lane) - 1))] = k * kWarp + lane;
+    n += __popc(m);
+  }
+  if (lane == 0) *count = n;
+  __syncwarp();
+}
+
+// A long sequence, by a whole warp: its literals, then its match when `with_match`.
+__device__ void warp_run_sequence(const ZstdTask& t, const std::uint8_t* lit, std::uint8_t* dst,
+                                  bool with_match, unsigned lane) {
+  lane_copy_run(lit + t.lit, dst + t.out, t.ll, 0xFFFFFFFFu, int(lane), kWarp);
+  if (!with_match) return;
+  __syncwarp();  // the match may read the literals
+  const std::uint32_t p = t.out + t.ll;
+  lane_copy_run(dst + (p - t.off), dst + p, t.ml, t.off, int(lane), kWarp);
 }
 
 // The sequences of compressed block `b` of `job`, window by window. False (with *error set)
@@ -104,8 +138,8 @@ __device__ bool execute_block(const ZstdFrameJob& job, const ZstdBlockPlan& b, i
   using Scan = cub::BlockScan<std::uint64_t, kWindow>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ ZstdTask tasks[kWindow];
-  __shared__ unsigned order[kWindow];
-  __shared__ unsigned dependent[kWindow / kWarp];
+  __shared__ unsigned order[kWindow], listed;
+  __shared__ unsigned dependent[kWindow / kWarp], long_tasks[kWindow / kWarp];
   const unsigned t = threadIdx.x, warp = t / kWarp, lane = t % kWarp;
   const std::uint8_t* lit = job.literals + b.lit_out;
   const std::uint64_t* seq = job.sequences + b.seq_out;
@@ -127,20 +161,27 @@ __device__ bool execute_block(const ZstdFrameJob& job, const ZstdBlockPlan& b, i
       return false;
     }
     const bool now = has && independent_match(task, out);
-    if (has) run_sequence(task, lit, dst, now);
+    const bool long_task = has && task.ll + (now ? task.ml : 0) > kLongCopy;
+    if (has && !long_task) run_sequence(task, lit, dst, now);
     const unsigned mask = __ballot_sync(0xFFFFFFFFu, has && !now);
-    if (lane == 0) dependent[warp] = mask;
+    const unsigned longs = __ballot_sync(0xFFFFFFFFu, long_task);
+    if (lane == 0) {
+      dependent[warp] = mask;
+      long_tasks[warp] = longs;
+    }
     tasks[t] = task;
-    __syncthreads();
-    if (warp == 0) {  // the matches that read this window's bytes
-      unsigned count = 0;
-      for (unsigned k = 0; k < kWindow / kWarp; ++k) {
-        const unsigned m = dependent[k];
-        if (m >> lane & 1) order[count + __popc(m & ((1u << lane) - 1))] = k * kWarp + lane;
-        count += __popc(m);
+    if (__syncthreads_or(long_task)) {  // the long sequences, one a warp in turn
+      if (warp == 0) list_tasks(long_tasks, order, &listed, lane);
+      __syncthreads();
+      for (unsigned i = warp; i < listed; i += kWindow / kWarp) {
+        const ZstdTask& lt = tasks[order[i]];
+        warp_run_sequence(lt, lit, dst, independent_match(lt, out), lane);
       }
-      __syncwarp();
-      run_dependent_matches(tasks, order, count, dst, lane);
+      __syncthreads();
+    }
+    if (warp == 0) {  // the matches that read this window's bytes
+      list_tasks(dependent, order, &listed, lane);
+      run_dependent_matches(tasks, order, listed, dst, lane);
     }
     __syncthreads();
     out += std::uint32_t(total >> 32);
@@ -177,15 +218,49 @@ __global__ void __launch_bounds__(kWindow, 4)
   }
 }
 
-// One warp a frame: lanes 0-3 run XXH64's accumulators, lane 0 the rest.
-__global__ void zstd_checksum_kernel(const ZstdFrameJob* jobs, std::uint32_t n, int* status) {
-  const unsigned lane = threadIdx.x % kWarp;
-  const std::uint64_t warps = std::uint64_t(gridDim.x) * (blockDim.x / kWarp);
-  for (std::uint64_t j = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp; j < n;
-       j += warps) {
+constexpr unsigned kHashWarps = 4;    // warps of a checksum thread block, one a frame
+constexpr unsigned kHashTile = 2048;  // output bytes a checksum warp loads at once
+constexpr unsigned kHashLoads = kHashTile / sizeof(uint4) / kWarp;  // 16-byte loads a lane
+
+// One warp a frame: every lane loads the output a tile at a time (coalesced, the next tile in
+// flight while this one is hashed) into shared memory, lanes 0-3 run XXH64's accumulators over
+// it, lane 0 the rest. With only the four accumulator lanes loading, too few bytes were in
+// flight and the hash waited on memory.
+__global__ void __launch_bounds__(kHashWarps* kWarp)
+    zstd_checksum_kernel(const ZstdFrameJob* jobs, std::uint32_t n, int* status) {
+  __shared__ uint4 tiles[kHashWarps][kHashTile / sizeof(uint4)];
+  const unsigned lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  uint4* tile = tiles[warp];
+  const auto* words = reinterpret_cast<const std::uint64_t*>(tile);
+  constexpr std::uint64_t kTileStripes = kHashTile / 32;
+  const std::uint64_t warps = std::uint64_t(gridDim.x) * kHashWarps;
+  for (std::uint64_t j = std::uint64_t(blockIdx.x) * kHashWarps + warp; j < n; j += warps) {
     const ZstdFrameJob& job = jobs[j];
     if (!job.frame.has_checksum || status[job.status] != kKernelOk) continue;  // warp-uniform
-    std::uint64_t acc = lane < 4 ? xxh64_accumulator(job.dst, job.dst_size, int(lane)) : 0;
+    const std::uint64_t stripes = job.dst_size / 32;
+    std::uint64_t acc = xxh64_start(int(lane % 4)), done = 0;
+    if ((reinterpret_cast<std::uintptr_t>(job.dst) & 15) == 0) {
+      const auto* src = reinterpret_cast<const uint4*>(job.dst);
+      const std::uint64_t ntiles = stripes / kTileStripes;
+      uint4 next[kHashLoads];
+      const auto load = [&](std::uint64_t t) {
+#pragma unroll
+        for (unsigned m = 0; m < kHashLoads; ++m)
+          next[m] = __ldg(src + t * (kHashTile / sizeof(uint4)) + m * kWarp + lane);
+      };
+      if (ntiles > 0) load(0);
+      for (std::uint64_t t = 0; t < ntiles; ++t) {
+#pragma unroll
+        for (unsigned m = 0; m < kHashLoads; ++m) tile[m * kWarp + lane] = next[m];
+        __syncwarp();
+        if (t + 1 < ntiles) load(t + 1);
+        if (lane < 4)
+          for (unsigned s = 0; s < kTileStripes; ++s) acc = xxh::round(acc, words[4 * s + lane]);
+        __syncwarp();  // the tile is read before the next is stored
+      }
+      done = ntiles * kTileStripes;
+    }
+    if (lane < 4) acc = xxh64_stripes(acc, job.dst, done, stripes, int(lane));
     std::uint64_t all[4];
     for (int k = 0; k < 4; ++k) all[k] = __shfl_sync(0xFFFFFFFFu, acc, k);
     if (lane == 0 && std::uint32_t(xxh64_finish(all, job.dst, job.dst_size)) != job.frame.checksum)
@@ -207,7 +282,8 @@ cudaError_t launch_zstd_decode(ZstdFrameJob* d_jobs, std::uint32_t n, std::uint6
       d_jobs, n, std::uint32_t(per_frame), d_status);
   zstd_execute_kernel<<<std::min<std::uint32_t>(n, 1u << 20), kWindow, 0, stream>>>(d_jobs, n,
                                                                                     d_status);
-  zstd_checksum_kernel<<<grid_for(n, 4), 128, 0, stream>>>(d_jobs, n, d_status);
+  zstd_checksum_kernel<<<grid_for(n, kHashWarps), kHashWarps * kWarp, 0, stream>>>(d_jobs, n,
+                                                                                   d_status);
   return cudaGetLastError();
 }
 
