@@ -20,6 +20,7 @@
 #include "zarrflow/codec/crc32c.h"
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/codec/gpu/zstd_jobs.h"
 #include "zarrflow/pipeline/gpu/read_plan.h"
 #include "zarrflow/pipeline/gpu/device_reader.h"
 #include "zarrflow/store/memory_store.h"
@@ -1309,6 +1310,66 @@ TEST_F(DeviceReadTest, NvcompCallSplitWhenItsScratchDoesNotFit) {
                           [](const std::string& n) { return n.find("split") != n.npos; }))
       << "the scratch of " << full_scratch << " bytes fitted after all";
 }
+
+// The same for zarrflow's zstd decoder: with the GPU nearly full, a piece whose frames' scratch
+// does not fit decodes them in launches of halves, quarters, ... sharing a smaller scratch.
+TEST_F(DeviceReadTest, ZarrflowZstdLaunchesSplitWhenTheirScratchDoesNotFit) {
+  set_zstd_decoder(ZstdDecoder::kZarrflow);
+  struct Reset {
+    ~Reset() { set_zstd_decoder(ZstdDecoder::kAuto); }
+  } reset;
+  constexpr int kChunks = 64;
+  const FieldStore fs = field_store(
+      kChunks, R"([{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
+      [](int t, int k) {
+        return std::sin(0.01f * float(k + 97 * t)) + 1e-3f * float((k * 7919 + t) % 101);
+      },
+      zstd);
+  const auto owner = open_array(fs.store, "z");
+  const Array& arr = *owner;
+  const Selection all = Selection::full({kChunks, kSide, kSide});
+  ThreadPool pool(2);
+  DeviceReadOptions opt;
+  opt.pool = &pool;
+  opt.decode = GpuDecode::kOn;
+  opt.batch_bytes = std::uint64_t{1} << 30;  // one piece: one read stream, one scratch
+  {  // once with room, so every kernel is loaded before the GPU is filled
+    DeviceReader warm;
+    ASSERT_TRUE(read_on_cpu_and_gpu(arr, all, warm, opt, nullptr).status.ok());
+  }
+  const std::size_t chunk = std::size_t{kSide} * kSide * 4;
+  const std::size_t full_scratch = kChunks * zstd_scratch_bytes(fs.stored / kChunks, chunk);
+  // Leave the staging (pool classes round up by at most 1/8), the tables and 5/8 of the frames'
+  // scratch: half of it fits, all of it does not.
+  const std::size_t leave =
+      fs.stored + fs.stored / 8 + (std::size_t{8} << 20) + full_scratch * 5 / 8;
+  std::vector<void*> filler;
+  const auto fill_gpu = [&] {
+    for (std::size_t block = std::size_t{1} << 30; block >= (std::size_t{1} << 20);) {
+      std::size_t free = 0, total = 0;
+      void* p = nullptr;
+      if (cudaMemGetInfo(&free, &total) != cudaSuccess || free < leave + block ||
+          cudaMalloc(&p, block) != cudaSuccess) {
+        cudaGetLastError();
+        block /= 2;
+        continue;
+      }
+      filler.push_back(p);
+    }
+  };
+  DeviceReader reader;
+  DeviceReadReport report;
+  const BothReads r = read_on_cpu_and_gpu(arr, all, reader, opt, &report, fill_gpu);
+  for (void* p : filler) cudaFree(p);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_EQ(r.cpu, r.gpu);
+  EXPECT_EQ(report.gpu_decoded, kChunks);
+  EXPECT_TRUE(std::any_of(report.notes.begin(), report.notes.end(),
+                          [](const std::string& n) { return n.find("split") != n.npos; }))
+      << "the scratch of " << full_scratch << " bytes fitted after all";
+}
+
 
 }  // namespace
 }  // namespace zarrflow::gpu

@@ -44,6 +44,9 @@ struct DecodeJobs {
   // The zstd frames as zarrflow's decoder takes them (empty when nvCOMP decodes them), built from
   // `zstd` once their scratch is known (ReadOp::prepare_zstd).
   std::vector<ZstdFrameJob> zstd_frames;
+  // Frames a launch of zarrflow's decoder takes: all, or fewer when their scratch did not fit
+  // (the launches then share one scratch, one after another on the piece's stream).
+  std::size_t zstd_frames_per_launch = 0;
   // Inflated zlib / gzip streams whose trailers the GPU checks; `status` is the index of the
   // stream's deflate job among the deflate jobs' status slots.
   std::vector<ChecksumJob> checksums;

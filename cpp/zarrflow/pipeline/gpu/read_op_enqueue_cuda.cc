@@ -1,6 +1,8 @@
 // ReadOp: a piece's GPU work, enqueued on its lane's stream (read_op.h): device buffers, job
 // tables, copies up, nvCOMP calls and zarrflow's kernels, then one event to wait for.
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "zarrflow/codec/gpu/kernels.h"
 #include "zarrflow/core/gpu/nvtx.h"
@@ -157,9 +159,11 @@ Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables
   int* d_status = reinterpret_cast<int*>(dt + tables.status);
   const std::size_t nz = jobs.zstd.size();
   if (!jobs.zstd_frames.empty()) {
-    ZF_CUDA_RETURN_IF_ERROR(
-        launch_zstd_decode(reinterpret_cast<ZstdFrameJob*>(dt + tables.zstd_frames),
-                           std::uint32_t(nz), jobs.zstd.max_out, d_status, stream));
+    auto* frames = reinterpret_cast<ZstdFrameJob*>(dt + tables.zstd_frames);
+    const std::size_t per = jobs.zstd_frames_per_launch;
+    for (std::size_t p = 0; p < nz; p += per)  // launches sharing a scratch run in stream order
+      ZF_CUDA_RETURN_IF_ERROR(launch_zstd_decode(frames + p, std::uint32_t(std::min(per, nz - p)),
+                                                 jobs.zstd.max_out, d_status, stream));
   } else {
     ZF_RETURN_IF_ERROR(decode_nvcomp(NvcompAlgo::kZstd, jobs.zstd, tables.zstd, d_status, b));
   }
@@ -194,27 +198,50 @@ Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables
 // zarrflow's zstd decoder: one scratch for the piece's frames (zstd_jobs.h: their block plans,
 // literals and sequences, about 3x the decoded bytes), shared with the lane's other pieces as
 // nvCOMP's is, and the frames' jobs pointing into it.
+// The scratch of zarrflow's zstd decoder (~3.1x the decoded bytes) for all of the piece's frames,
+// or, as nvCOMP's (fit_nvcomp_scratch), when the GPU cannot hold it even after the piece in
+// flight has finished, for halves, quarters, ... of them launched one after another.
 Status ReadOp::prepare_zstd(DecodeJobs& jobs, Batch& b) {
   const NvcompJobs& z = jobs.zstd;
-  std::size_t bytes = 0;
-  for (std::size_t i = 0; i < z.size(); ++i)
-    bytes += zstd_scratch_bytes(z.src_bytes[i], z.capacity[i]);
+  const std::size_t n = z.size();
+  std::vector<std::size_t> need(n);
+  for (std::size_t i = 0; i < n; ++i) need[i] = zstd_scratch_bytes(z.src_bytes[i], z.capacity[i]);
+  // The most scratch `per` consecutive frames take.
+  const auto scratch_of = [&](std::size_t per) {
+    std::size_t most = 0;
+    for (std::size_t p = 0; p < n; p += per) {
+      std::size_t sum = 0;
+      for (std::size_t i = p; i < std::min(n, p + per); ++i) sum += need[i];
+      most = std::max(most, sum);
+    }
+    return most;
+  };
+  std::size_t per = n;
   auto& shared = nvcomp_temp_[{b.stream, int(NvcompAlgo::kZstd)}];
-  if (shared == nullptr || shared->capacity() < bytes) {
+  for (;;) {
+    const std::size_t bytes = scratch_of(per);
+    if (shared != nullptr && shared->capacity() >= bytes) break;
     shared.reset();  // pieces still using the smaller one hold their own reference
-    ZF_ASSIGN_OR_RETURN(GpuBuffer t, device_buffer(std::max<std::size_t>(bytes, 1),
-                                                   "zstd scratch for " +
-                                                       std::to_string(z.size()) + " frames",
-                                                   b));
-    shared = std::make_shared<GpuBuffer>(std::move(t));
+    auto t = device_buffer(std::max<std::size_t>(bytes, 1),
+                           "zstd scratch for " + std::to_string(per) + " frames", b,
+                           /*wait=*/per == 1);
+    if (t.ok()) {
+      shared = std::make_shared<GpuBuffer>(std::move(t).value());
+      break;
+    }
+    if (per == 1) return t.status();
+    per = (per + 1) / 2;
+    note("zarrflow's zstd scratch did not fit in the GPU's free memory: its launches were split");
   }
   b.d_temp[int(NvcompAlgo::kZstd)] = shared;
+  jobs.zstd_frames.reserve(n);
+  jobs.zstd_frames_per_launch = per;
   std::byte* at = shared->data();
-  jobs.zstd_frames.reserve(z.size());
-  for (std::size_t i = 0; i < z.size(); ++i) {
-    jobs.zstd_frames.push_back(make_zstd_job(z.src[i], z.src_bytes[i], z.dst[i], z.capacity[i],
-                                             std::uint32_t(i), at));
-    at += zstd_scratch_bytes(z.src_bytes[i], z.capacity[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i % per == 0) at = shared->data();  // each launch's frames from the scratch's start
+    jobs.zstd_frames.push_back(
+        make_zstd_job(z.src[i], z.src_bytes[i], z.dst[i], z.capacity[i], std::uint32_t(i), at));
+    at += need[i];
   }
   return {};
 }
