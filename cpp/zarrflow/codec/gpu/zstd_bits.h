@@ -5,7 +5,8 @@
 //   BackwardBits  a bitstream read from its end (Huffman streams, FSE weight streams, the
 //                 sequences bitstream): the last byte's highest set bit marks where it starts.
 //
-// Both read only inside their byte range; the caller decides whether reading past it was allowed
+// Past their byte range both give bits that mean nothing (BackwardBits loads whole aligned words
+// on the GPU, see its word()); the caller decides whether reading past it was allowed
 // (BackwardBits::overflowed, ForwardBits::bytes_used).
 #pragma once
 

@@ -182,7 +182,7 @@ ZF_HD inline bool build_sequence_table(const std::uint8_t* frame, const ZstdBloc
 ZF_HD inline int decode_zstd_sequences(const std::uint8_t* frame, ZstdBlockPlan& b,
                                        std::uint32_t block_max, ZstdBlockTables& t,
                                        std::uint64_t* seq) {
-  // Kept in registers: the plan is in memory the stores to `seq` might alias, and an indexed
+  // Kept in registers: the plan is in memory that the stores to `seq` might alias, and an indexed
   // history array would live in (slow) local memory.
   const std::uint32_t nseq = b.nseq;
   std::uint32_t h0 = OffsetRef::slot(0), h1 = OffsetRef::slot(1), h2 = OffsetRef::slot(2);
