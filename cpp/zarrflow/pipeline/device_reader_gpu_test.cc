@@ -1340,8 +1340,9 @@ TEST_F(DeviceReadTest, ZarrflowZstdLaunchesSplitWhenTheirScratchDoesNotFit) {
   }
   const std::size_t chunk = std::size_t{kSide} * kSide * 4;
   const std::size_t full_scratch = kChunks * zstd_scratch_bytes(fs.stored / kChunks, chunk);
-  // Leave the staging (pool classes round up by at most 1/8), the tables and 5/8 of the frames'
-  // scratch: half of it fits, all of it does not.
+  // Leave the staging (pool classes round up by at most 1/8), room for the tables and the
+  // kernels' local memory, and 5/8 of the frames' scratch (every frame takes the same): half of
+  // it fits, all of it does not.
   const std::size_t leave =
       fs.stored + fs.stored / 8 + (std::size_t{8} << 20) + full_scratch * 5 / 8;
   std::vector<void*> filler;

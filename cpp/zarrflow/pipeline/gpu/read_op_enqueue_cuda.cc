@@ -161,9 +161,22 @@ Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables
   if (!jobs.zstd_frames.empty()) {
     auto* frames = reinterpret_cast<ZstdFrameJob*>(dt + tables.zstd_frames);
     const std::size_t per = jobs.zstd_frames_per_launch;
-    for (std::size_t p = 0; p < nz; p += per)  // launches sharing a scratch run in stream order
-      ZF_CUDA_RETURN_IF_ERROR(launch_zstd_decode(frames + p, std::uint32_t(std::min(per, nz - p)),
-                                                 jobs.zstd.max_out, d_status, stream));
+    for (std::size_t p = 0; p < nz; p += per) {  // launches sharing a scratch run in stream order
+      const auto launch = [&] {
+        return launch_zstd_decode(frames + p, std::uint32_t(std::min(per, nz - p)),
+                                  jobs.zstd.max_out, d_status, stream);
+      };
+      // A launch whose local memory the full GPU could not give runs again, whole (its kernels
+      // only read their inputs), once the pool's idle memory went back.
+      cudaError_t e = launch();
+      if (e == cudaErrorMemoryAllocation) {
+        device_.trim();
+        e = launch();
+      }
+      if (e != cudaSuccess)
+        return io_error(std::string("zarrflow's zstd kernels could not launch (") +
+                        cudaGetErrorName(e) + "): " + cudaGetErrorString(e));
+    }
   } else {
     ZF_RETURN_IF_ERROR(decode_nvcomp(NvcompAlgo::kZstd, jobs.zstd, tables.zstd, d_status, b));
   }
