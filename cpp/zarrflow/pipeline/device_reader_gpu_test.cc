@@ -20,6 +20,7 @@
 #include "zarrflow/codec/crc32c.h"
 #include "zarrflow/codec/gpu/blosc_plan.h"
 #include "zarrflow/codec/gpu/nvcomp.h"
+#include "zarrflow/codec/gpu/kernels.h"
 #include "zarrflow/codec/gpu/zstd_jobs.h"
 #include "zarrflow/pipeline/gpu/read_plan.h"
 #include "zarrflow/pipeline/gpu/device_reader.h"
@@ -1340,11 +1341,11 @@ TEST_F(DeviceReadTest, ZarrflowZstdLaunchesSplitWhenTheirScratchDoesNotFit) {
   }
   const std::size_t chunk = std::size_t{kSide} * kSide * 4;
   const std::size_t full_scratch = kChunks * zstd_scratch_bytes(fs.stored / kChunks, chunk);
-  // Leave the staging (pool classes round up by at most 1/8), room for the tables and the
-  // kernels' local memory, and 5/8 of the frames' scratch (every frame takes the same): half of
-  // it fits, all of it does not.
-  const std::size_t leave =
-      fs.stored + fs.stored / 8 + (std::size_t{8} << 20) + full_scratch * 5 / 8;
+  // Leave the staging (pool classes round up by at most 1/8), the tables, the room the read
+  // keeps free for the kernels' launch, and 5/8 of the frames' scratch (every frame takes the
+  // same): half of it fits beside that room, all of it does not.
+  const std::size_t leave = fs.stored + fs.stored / 8 + (std::size_t{8} << 20) +
+                            zstd_launch_memory() + full_scratch * 5 / 8;
   std::vector<void*> filler;
   const auto fill_gpu = [&] {
     for (std::size_t block = std::size_t{1} << 30; block >= (std::size_t{1} << 20);) {

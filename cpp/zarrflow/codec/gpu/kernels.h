@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "zarrflow/codec/gpu/kernel_jobs.h"
@@ -41,5 +42,9 @@ cudaError_t launch_verify_checksums(const ChecksumJob* d_jobs, std::uint32_t n, 
 // `max_dst` is the largest dst_size among them.
 cudaError_t launch_zstd_decode(ZstdFrameJob* d_jobs, std::uint32_t n, std::uint64_t max_dst,
                                int* d_status, cudaStream_t stream);
+// Device memory a launch of the zstd decoder takes when it starts on the current device: its
+// kernels' local memory, which the driver sets aside for every thread the GPU can hold (the
+// block stage's table builds keep arrays there). 0 when the attributes cannot be read.
+std::size_t zstd_launch_memory();
 
 }  // namespace zarrflow::gpu

@@ -48,21 +48,17 @@ ZF_HD inline std::uint32_t sequence_ll(std::uint64_t s) { return std::uint32_t(s
 ZF_HD inline std::uint32_t sequence_ml(std::uint64_t s) { return std::uint32_t(s >> 18) & 0x3FFFF; }
 ZF_HD inline std::uint32_t sequence_off(std::uint64_t s) { return std::uint32_t(s >> 36); }
 
-// Tables of a block's decoders (shared memory in the kernel): the literals' while they decode,
-// then the sequences'.
+// Per-warp tables of the block stage: the literals' while they decode, then the sequences'.
 struct ZstdBlockTables {
   union {
     struct {
       HuffmanCell huffman[1 << kMaxHuffmanBits];
-      FseCell weights[64];               // FSE table of compressed Huffman weights
-      std::uint8_t symbol_weights[256];  // the Huffman tree's weights
-      HuffmanScratch build;
+      FseCell weights[64];  // FSE table of compressed Huffman weights
     } lit;
     struct {
       FseCell ll[1 << kMaxFseLog], of[1 << 8], ml[1 << kMaxFseLog];
     } seq;
   };
-  FseScratch build;  // of the FSE tables
 };
 
 // One Huffman stream of src[0, size) into out[0, n).
@@ -98,14 +94,14 @@ ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b
   }
   int max_bits = 0;
   if (lane == 0) {
-    std::uint8_t* weights = t.lit.symbol_weights;
+    std::uint8_t weights[256];
     int nsymbols = 0;
     std::uint32_t used = 0;
     int r = 0;
     if (!read_huffman_weights(frame + b.huf_desc, b.huf_desc_size, weights, &nsymbols, &used,
-                              t.lit.weights, t.build) ||
+                              t.lit.weights) ||
         used != b.huf_desc_size ||
-        !build_huffman_table(weights, nsymbols, t.lit.huffman, &max_bits, t.lit.build))
+        !build_huffman_table(weights, nsymbols, t.lit.huffman, &max_bits))
       r = kDecodeCorrupt;
     *shared_status = r < 0 ? r : max_bits;
   }
@@ -152,9 +148,9 @@ namespace zstd_detail {
 
 // The decoding table of sequence symbol type k of block b; *log its accuracy log.
 ZF_HD inline bool build_sequence_table(const std::uint8_t* frame, const ZstdBlockPlan& b, int k,
-                                       FseCell* table, int* log, FseScratch& scratch) {
-  std::int16_t* counts = scratch.counts;
-  std::uint16_t* next = scratch.next;
+                                       FseCell* table, int* log) {
+  std::int16_t counts[53];
+  std::uint16_t next[53];
   int n = 0;
   switch (b.mode[k]) {
     case kTableRle:
@@ -198,9 +194,9 @@ ZF_HD inline int decode_zstd_sequences(const std::uint8_t* frame, ZstdBlockPlan&
     return 0;
   }
   int ll_log = 0, of_log = 0, ml_log = 0;
-  if (!zstd_detail::build_sequence_table(frame, b, 0, t.seq.ll, &ll_log, t.build) ||
-      !zstd_detail::build_sequence_table(frame, b, 1, t.seq.of, &of_log, t.build) ||
-      !zstd_detail::build_sequence_table(frame, b, 2, t.seq.ml, &ml_log, t.build))
+  if (!zstd_detail::build_sequence_table(frame, b, 0, t.seq.ll, &ll_log) ||
+      !zstd_detail::build_sequence_table(frame, b, 1, t.seq.of, &of_log) ||
+      !zstd_detail::build_sequence_table(frame, b, 2, t.seq.ml, &ml_log))
     return kDecodeCorrupt;
   BackwardBits in(frame + b.seq_src, b.seq_src_size);
   if (!in.ok()) return kDecodeCorrupt;

@@ -270,6 +270,30 @@ __global__ void __launch_bounds__(kHashWarps* kWarp)
 
 }  // namespace
 
+std::size_t zstd_launch_memory() {
+  int device = 0, sms = 0, threads = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device) !=
+          cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  std::size_t most = 0;
+  for (const void* k : {reinterpret_cast<const void*>(zstd_plan_kernel),
+                        reinterpret_cast<const void*>(zstd_blocks_kernel),
+                        reinterpret_cast<const void*>(zstd_execute_kernel),
+                        reinterpret_cast<const void*>(zstd_checksum_kernel)}) {
+    cudaFuncAttributes a{};
+    if (cudaFuncGetAttributes(&a, k) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    most = std::max(most, a.localSizeBytes);
+  }
+  return most * std::size_t(threads) * std::size_t(sms);
+}
+
 cudaError_t launch_zstd_decode(ZstdFrameJob* d_jobs, std::uint32_t n, std::uint64_t max_dst,
                                int* d_status, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;

@@ -204,21 +204,12 @@ struct HuffmanCell {
   std::uint8_t nbits;
 };
 
-// Scratch of an FSE table's build, up to 53 symbols (the match lengths'). The decoder keeps it in
-// shared memory: arrays a kernel indexes at run time otherwise live in local memory, which the
-// driver reserves for every thread the GPU can hold when the kernel launches.
-struct FseScratch {
-  std::int16_t counts[53];
-  std::uint16_t next[53];
-};
-
 // Reads a Huffman tree description from src[0, size) into weights[0..256) (every symbol after
 // the last described one but the implied last gets 0) and sets *nsymbols (the implied last
 // symbol included) and *used (the description's bytes). `fse` is scratch for a 64-cell table.
-// Weights above kMaxHuffmanBits are refused, also as symbols of the FSE table's description.
 ZF_HD inline bool read_huffman_weights(const std::uint8_t* src, std::uint32_t size,
                                        std::uint8_t* weights, int* nsymbols, std::uint32_t* used,
-                                       FseCell* fse, FseScratch& scratch) {
+                                       FseCell* fse) {
   if (size == 0) return false;
   const int header = src[0];
   int n = 0;
@@ -234,11 +225,12 @@ ZF_HD inline bool read_huffman_weights(const std::uint8_t* src, std::uint32_t si
   } else {
     const std::uint32_t csize = std::uint32_t(header);
     if (csize == 0 || 1 + csize > size) return false;
+    std::int16_t counts[256];
+    std::uint16_t next[256];
     int ncounts = 0, log = 0;
     std::uint32_t desc = 0;
-    if (!read_fse_counts(src + 1, csize, kMaxHuffmanBits, 6, scratch.counts, &ncounts, &log, &desc))
-      return false;
-    if (!build_fse_table(scratch.counts, ncounts, log, fse, scratch.next)) return false;
+    if (!read_fse_counts(src + 1, csize, 255, 6, counts, &ncounts, &log, &desc)) return false;
+    if (!build_fse_table(counts, ncounts, log, fse, next)) return false;
     if (desc >= csize) return false;
     BackwardBits in(src + 1 + desc, csize - desc);
     if (!in.ok()) return false;
@@ -281,17 +273,10 @@ ZF_HD inline bool read_huffman_weights(const std::uint8_t* src, std::uint32_t si
 }
 
 // Builds the decoding table of 2^*max_bits cells from weights[0..nsymbols).
-// Scratch of build_huffman_table (in shared memory in the kernel, as FseScratch).
-struct HuffmanScratch {
-  std::uint32_t count_of_weight[kMaxHuffmanBits + 1];
-  std::uint32_t start[kMaxHuffmanBits + 2];
-};
-
 ZF_HD inline bool build_huffman_table(const std::uint8_t* weights, int nsymbols, HuffmanCell* table,
-                                      int* max_bits, HuffmanScratch& scratch) {
+                                      int* max_bits) {
   std::uint32_t sum = 0;
-  std::uint32_t* count_of_weight = scratch.count_of_weight;
-  for (int w = 0; w <= kMaxHuffmanBits; ++w) count_of_weight[w] = 0;
+  int count_of_weight[kMaxHuffmanBits + 1] = {};
   for (int i = 0; i < nsymbols; ++i) {
     if (weights[i] > 0) sum += 1u << (weights[i] - 1);
     ++count_of_weight[weights[i]];
@@ -301,10 +286,10 @@ ZF_HD inline bool build_huffman_table(const std::uint8_t* weights, int nsymbols,
   // A complete prefix code has an even number (two or more) of the longest codes.
   if (count_of_weight[1] < 2 || (count_of_weight[1] & 1)) return false;
   // Symbols of weight w take 2^(w-1) consecutive cells; lower weights come first.
-  std::uint32_t* start = scratch.start;
+  std::uint32_t start[kMaxHuffmanBits + 2];
   start[1] = 0;
   for (int w = 1; w <= kMaxHuffmanBits; ++w)
-    start[w + 1] = start[w] + count_of_weight[w] * (1u << (w - 1));
+    start[w + 1] = start[w] + std::uint32_t(count_of_weight[w]) * (1u << (w - 1));
   for (int i = 0; i < nsymbols; ++i) {
     const int w = weights[i];
     if (w == 0) continue;

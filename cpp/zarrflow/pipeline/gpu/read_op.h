@@ -140,7 +140,7 @@ class ReadOp {
                        int* status, Batch& b);
   Result<std::size_t> fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs& jobs, Batch& b,
                                          std::size_t* temp_bytes);
-  bool nvcomp_launch_room();
+  bool launch_room(std::size_t room);
   Status prepare_zstd(DecodeJobs& jobs, Batch& b);
 
   Status finish_oldest();

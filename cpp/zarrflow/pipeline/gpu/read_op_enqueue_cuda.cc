@@ -212,8 +212,9 @@ Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables
 // literals and sequences, about 3x the decoded bytes), shared with the lane's other pieces as
 // nvCOMP's is, and the frames' jobs pointing into it.
 // The scratch of zarrflow's zstd decoder (~3.1x the decoded bytes) for all of the piece's frames,
-// or, as nvCOMP's (fit_nvcomp_scratch), when the GPU cannot hold it even after the piece in
-// flight has finished, for halves, quarters, ... of them launched one after another.
+// or, as nvCOMP's (fit_nvcomp_scratch), when the GPU cannot hold it and the launch's own memory
+// even after the piece in flight has finished, for halves, quarters, ... of them launched one
+// after another.
 Status ReadOp::prepare_zstd(DecodeJobs& jobs, Batch& b) {
   const NvcompJobs& z = jobs.zstd;
   const std::size_t n = z.size();
@@ -238,11 +239,15 @@ Status ReadOp::prepare_zstd(DecodeJobs& jobs, Batch& b) {
     auto t = device_buffer(std::max<std::size_t>(bytes, 1),
                            "zstd scratch for " + std::to_string(per) + " frames", b,
                            /*wait=*/per == 1);
-    if (t.ok()) {
+    if (t.ok() && (per == 1 || launch_room(zstd_launch_memory()))) {
       shared = std::make_shared<GpuBuffer>(std::move(t).value());
       break;
     }
     if (per == 1) return t.status();
+    if (t.ok()) {  // it fits, but leaves the launch no room: give it back to the driver
+      { GpuBuffer drop = std::move(t).value(); }
+      device_.trim();
+    }
     per = (per + 1) / 2;
     note("zarrflow's zstd scratch did not fit in the GPU's free memory: its launches were split");
   }
@@ -259,18 +264,19 @@ Status ReadOp::prepare_zstd(DecodeJobs& jobs, Batch& b) {
   return {};
 }
 
-// nvCOMP's kernels need device memory of their own when they launch (local memory): on an H100,
-// a launch with ~20 MB left failed with cudaErrorMemoryAllocation and one with ~26 MB ran. So
-// the scratch must leave kNvcompLaunchRoom free, after the pool's idle buffers went back.
-bool ReadOp::nvcomp_launch_room() {
+// Kernels need device memory of their own when they launch (local memory): on an H100, an
+// nvCOMP launch with ~20 MB left failed with cudaErrorMemoryAllocation and one with ~26 MB ran.
+// So a decoder's scratch must leave `room` free (kNvcompLaunchRoom, zstd_launch_memory()), after
+// the pool's idle buffers went back.
+bool ReadOp::launch_room(std::size_t room) {
   std::size_t free = 0, total = 0;
   if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
     cudaGetLastError();
     return true;  // cannot tell: try
   }
-  if (free >= kNvcompLaunchRoom) return true;
+  if (free >= room) return true;
   device_.trim();
-  return cudaMemGetInfo(&free, &total) == cudaSuccess && free >= kNvcompLaunchRoom;
+  return cudaMemGetInfo(&free, &total) == cudaSuccess && free >= room;
 }
 
 // Scratch for the whole call, or, when the GPU cannot hold it even after the piece in flight has
@@ -290,7 +296,7 @@ Result<std::size_t> ReadOp::fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs
     auto t = device_buffer(std::max<std::size_t>(*temp_bytes, 1),
                            "nvCOMP scratch for " + std::to_string(per) + " compressed streams", b,
                            /*wait=*/per == 1);
-    if (t.ok() && (per == 1 || nvcomp_launch_room())) {
+    if (t.ok() && (per == 1 || launch_room(kNvcompLaunchRoom))) {
       shared = std::make_shared<GpuBuffer>(std::move(t).value());
       break;
     }
