@@ -1248,6 +1248,61 @@ TEST_F(DeviceReadTest, AFailedReadLeavesNoWorkOnItsBuffers) {
   EXPECT_GE(report.batches, 2);  // earlier batches were enqueued before the failure
 }
 
+// `chunks` chunks of 256x256 float32 (smooth fields with a little noise), zstd level 3.
+FieldStore zstd_field_store(int chunks) {
+  return field_store(
+      chunks, R"([{"name": "bytes", "configuration": {"endian": "little"}},
+      {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
+      [](int t, int k) {
+        return std::sin(0.01f * float(k + 97 * t)) + 1e-3f * float((k * 7919 + t) % 101);
+      },
+      zstd);
+}
+
+// Reads the whole of `fs` (`chunks` chunks) on the GPU, once with room (so that every kernel is
+// loaded), then with the GPU filled (after the destination is allocated) until `leave` bytes are
+// free: the same bytes as the CPU, every chunk decoded on the GPU, and a report that notes a
+// split decoder call (its `scratch` bytes did not fit). `batch_bytes` as DeviceReadOptions.
+void expect_split_read_with_gpu_full(const FieldStore& fs, int chunks, std::uint64_t batch_bytes,
+                                     std::size_t leave, std::size_t scratch) {
+  const auto owner = open_array(fs.store, "z");
+  const Array& arr = *owner;
+  const Selection all = Selection::full({chunks, kSide, kSide});
+  ThreadPool pool(2);
+  DeviceReadOptions opt;
+  opt.pool = &pool;
+  opt.decode = GpuDecode::kOn;
+  opt.batch_bytes = batch_bytes;
+  {
+    DeviceReader warm;
+    ASSERT_TRUE(read_on_cpu_and_gpu(arr, all, warm, opt, nullptr).status.ok());
+  }
+  std::vector<void*> filler;
+  const auto fill_gpu = [&] {
+    for (std::size_t block = std::size_t{1} << 30; block >= (std::size_t{1} << 20);) {
+      std::size_t free = 0, total = 0;
+      void* p = nullptr;
+      if (cudaMemGetInfo(&free, &total) != cudaSuccess || free < leave + block ||
+          cudaMalloc(&p, block) != cudaSuccess) {
+        cudaGetLastError();
+        block /= 2;
+        continue;
+      }
+      filler.push_back(p);
+    }
+  };
+  DeviceReader reader;
+  DeviceReadReport report;
+  const BothReads r = read_on_cpu_and_gpu(arr, all, reader, opt, &report, fill_gpu);
+  for (void* p : filler) cudaFree(p);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_EQ(r.cpu, r.gpu);
+  EXPECT_EQ(report.gpu_decoded, chunks);
+  EXPECT_TRUE(std::any_of(report.notes.begin(), report.notes.end(),
+                          [](const std::string& n) { return n.find("split") != n.npos; }))
+      << "the scratch of " << scratch << " bytes fitted after all";
+}
+
 // With the GPU nearly full, a read whose nvCOMP scratch does not fit decodes its call in parts
 // (halves, quarters, ...) instead of failing: the same bytes, and the report says so.
 TEST_F(DeviceReadTest, NvcompCallSplitWhenItsScratchDoesNotFit) {
@@ -1258,24 +1313,7 @@ TEST_F(DeviceReadTest, NvcompCallSplitWhenItsScratchDoesNotFit) {
     ~Reset() { set_zstd_decoder(ZstdDecoder::kAuto); }
   } reset;
   constexpr int kChunks = 64;
-  const FieldStore fs = field_store(
-      kChunks, R"([{"name": "bytes", "configuration": {"endian": "little"}},
-      {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
-      [](int t, int k) {
-        return std::sin(0.01f * float(k + 97 * t)) + 1e-3f * float((k * 7919 + t) % 101);
-      },
-      zstd);
-  const auto owner = open_array(fs.store, "z");
-  const Array& arr = *owner;
-  const Selection all = Selection::full({kChunks, kSide, kSide});
-  ThreadPool pool(2);
-  DeviceReadOptions opt;
-  opt.pool = &pool;
-  opt.decode = GpuDecode::kOn;
-  {  // once with room, so every kernel is loaded before the GPU is filled
-    DeviceReader warm;
-    ASSERT_TRUE(read_on_cpu_and_gpu(arr, all, warm, opt, nullptr).status.ok());
-  }
+  const FieldStore fs = zstd_field_store(kChunks);
   std::size_t full_scratch = 0;
   ASSERT_TRUE((*nv)
                   ->temp_size(NvcompAlgo::kZstd, kChunks, kSide * kSide * 4,
@@ -1286,30 +1324,7 @@ TEST_F(DeviceReadTest, NvcompCallSplitWhenItsScratchDoesNotFit) {
   // fits beside that room, all of it does not.
   const std::size_t leave =
       fs.stored + fs.stored / 8 + (std::size_t{8} << 20) + full_scratch * 3 / 4 + kNvcompLaunchRoom;
-  std::vector<void*> filler;
-  const auto fill_gpu = [&] {
-    for (std::size_t block = std::size_t{1} << 30; block >= (std::size_t{1} << 20);) {
-      std::size_t free = 0, total = 0;
-      void* p = nullptr;
-      if (cudaMemGetInfo(&free, &total) != cudaSuccess || free < leave + block ||
-          cudaMalloc(&p, block) != cudaSuccess) {
-        cudaGetLastError();
-        block /= 2;
-        continue;
-      }
-      filler.push_back(p);
-    }
-  };
-  DeviceReader reader;
-  DeviceReadReport report;
-  const BothReads r = read_on_cpu_and_gpu(arr, all, reader, opt, &report, fill_gpu);
-  for (void* p : filler) cudaFree(p);
-  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
-  EXPECT_EQ(r.cpu, r.gpu);
-  EXPECT_EQ(report.gpu_decoded, kChunks);
-  EXPECT_TRUE(std::any_of(report.notes.begin(), report.notes.end(),
-                          [](const std::string& n) { return n.find("split") != n.npos; }))
-      << "the scratch of " << full_scratch << " bytes fitted after all";
+  expect_split_read_with_gpu_full(fs, kChunks, 0, leave, full_scratch);
 }
 
 // The same for zarrflow's zstd decoder: with the GPU nearly full, a piece whose frames' scratch
@@ -1320,58 +1335,16 @@ TEST_F(DeviceReadTest, ZarrflowZstdLaunchesSplitWhenTheirScratchDoesNotFit) {
     ~Reset() { set_zstd_decoder(ZstdDecoder::kAuto); }
   } reset;
   constexpr int kChunks = 64;
-  const FieldStore fs = field_store(
-      kChunks, R"([{"name": "bytes", "configuration": {"endian": "little"}},
-      {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
-      [](int t, int k) {
-        return std::sin(0.01f * float(k + 97 * t)) + 1e-3f * float((k * 7919 + t) % 101);
-      },
-      zstd);
-  const auto owner = open_array(fs.store, "z");
-  const Array& arr = *owner;
-  const Selection all = Selection::full({kChunks, kSide, kSide});
-  ThreadPool pool(2);
-  DeviceReadOptions opt;
-  opt.pool = &pool;
-  opt.decode = GpuDecode::kOn;
-  opt.batch_bytes = std::uint64_t{1} << 30;  // one piece: one read stream, one scratch
-  {  // once with room, so every kernel is loaded before the GPU is filled
-    DeviceReader warm;
-    ASSERT_TRUE(read_on_cpu_and_gpu(arr, all, warm, opt, nullptr).status.ok());
-  }
+  const FieldStore fs = zstd_field_store(kChunks);
   const std::size_t chunk = std::size_t{kSide} * kSide * 4;
   const std::size_t full_scratch = kChunks * zstd_scratch_bytes(fs.stored / kChunks, chunk);
   // Leave the staging (pool classes round up by at most 1/8), the tables, the room the read
   // keeps free for the kernels' launch, and 5/8 of the frames' scratch (every frame takes the
-  // same): half of it fits beside that room, all of it does not.
+  // same): half of it fits beside that room, all of it does not. One piece: one read stream.
   const std::size_t leave = fs.stored + fs.stored / 8 + (std::size_t{8} << 20) +
                             zstd_launch_memory() + full_scratch * 5 / 8;
-  std::vector<void*> filler;
-  const auto fill_gpu = [&] {
-    for (std::size_t block = std::size_t{1} << 30; block >= (std::size_t{1} << 20);) {
-      std::size_t free = 0, total = 0;
-      void* p = nullptr;
-      if (cudaMemGetInfo(&free, &total) != cudaSuccess || free < leave + block ||
-          cudaMalloc(&p, block) != cudaSuccess) {
-        cudaGetLastError();
-        block /= 2;
-        continue;
-      }
-      filler.push_back(p);
-    }
-  };
-  DeviceReader reader;
-  DeviceReadReport report;
-  const BothReads r = read_on_cpu_and_gpu(arr, all, reader, opt, &report, fill_gpu);
-  for (void* p : filler) cudaFree(p);
-  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
-  EXPECT_EQ(r.cpu, r.gpu);
-  EXPECT_EQ(report.gpu_decoded, kChunks);
-  EXPECT_TRUE(std::any_of(report.notes.begin(), report.notes.end(),
-                          [](const std::string& n) { return n.find("split") != n.npos; }))
-      << "the scratch of " << full_scratch << " bytes fitted after all";
+  expect_split_read_with_gpu_full(fs, kChunks, std::uint64_t{1} << 30, leave, full_scratch);
 }
-
 
 }  // namespace
 }  // namespace zarrflow::gpu

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -138,6 +139,16 @@ class ReadOp {
   Status launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables& tables);
   Status decode_nvcomp(NvcompAlgo algo, const NvcompJobs& jobs, const JobTables::Nvcomp& at,
                        int* status, Batch& b);
+  // A decoder's scratch as fit_scratch sizes it: its bytes for `per` jobs a call, its name for
+  // errors, the memory its launch needs beside it, and the note when its calls were split.
+  struct ScratchFit {
+    std::function<Result<std::size_t>(std::size_t per)> bytes;
+    std::function<std::string(std::size_t per)> name;
+    std::size_t launch_room = 0;
+    const char* split_note = "";
+  };
+  Result<std::size_t> fit_scratch(std::size_t jobs, const ScratchFit& fit, int slot, Batch& b,
+                                  std::size_t* bytes);
   Result<std::size_t> fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs& jobs, Batch& b,
                                          std::size_t* temp_bytes);
   bool launch_room(std::size_t room);

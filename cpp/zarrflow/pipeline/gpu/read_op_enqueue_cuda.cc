@@ -210,18 +210,15 @@ Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables
 
 // zarrflow's zstd decoder: one scratch for the piece's frames (zstd_jobs.h: their block plans,
 // literals and sequences, about 3x the decoded bytes), shared with the lane's other pieces as
-// nvCOMP's is, and the frames' jobs pointing into it.
-// The scratch of zarrflow's zstd decoder (~3.1x the decoded bytes) for all of the piece's frames,
-// or, as nvCOMP's (fit_nvcomp_scratch), when the GPU cannot hold it and the launch's own memory
-// even after the piece in flight has finished, for halves, quarters, ... of them launched one
-// after another.
+// nvCOMP's is, or for halves, quarters, ... of them launched one after another when the GPU
+// cannot hold it (fit_scratch); the frames' jobs point into it.
 Status ReadOp::prepare_zstd(DecodeJobs& jobs, Batch& b) {
   const NvcompJobs& z = jobs.zstd;
   const std::size_t n = z.size();
   std::vector<std::size_t> need(n);
   for (std::size_t i = 0; i < n; ++i) need[i] = zstd_scratch_bytes(z.src_bytes[i], z.capacity[i]);
-  // The most scratch `per` consecutive frames take.
-  const auto scratch_of = [&](std::size_t per) {
+  ScratchFit fit;
+  fit.bytes = [&](std::size_t per) -> Result<std::size_t> {  // the most `per` frames in a row take
     std::size_t most = 0;
     for (std::size_t p = 0; p < n; p += per) {
       std::size_t sum = 0;
@@ -230,33 +227,19 @@ Status ReadOp::prepare_zstd(DecodeJobs& jobs, Batch& b) {
     }
     return most;
   };
-  std::size_t per = n;
-  auto& shared = nvcomp_temp_[{b.stream, int(NvcompAlgo::kZstd)}];
-  for (;;) {
-    const std::size_t bytes = scratch_of(per);
-    if (shared != nullptr && shared->capacity() >= bytes) break;
-    shared.reset();  // pieces still using the smaller one hold their own reference
-    auto t = device_buffer(std::max<std::size_t>(bytes, 1),
-                           "zstd scratch for " + std::to_string(per) + " frames", b,
-                           /*wait=*/per == 1);
-    if (t.ok() && (per == 1 || launch_room(zstd_launch_memory()))) {
-      shared = std::make_shared<GpuBuffer>(std::move(t).value());
-      break;
-    }
-    if (per == 1) return t.status();
-    if (t.ok()) {  // it fits, but leaves the launch no room: give it back to the driver
-      { GpuBuffer drop = std::move(t).value(); }
-      device_.trim();
-    }
-    per = (per + 1) / 2;
-    note("zarrflow's zstd scratch did not fit in the GPU's free memory: its launches were split");
-  }
-  b.d_temp[int(NvcompAlgo::kZstd)] = shared;
+  fit.name = [](std::size_t per) { return "zstd scratch for " + std::to_string(per) + " frames"; };
+  fit.launch_room = zstd_launch_memory();
+  fit.split_note =
+      "zarrflow's zstd scratch did not fit in the GPU's free memory: its launches were split";
+  std::size_t bytes = 0;
+  ZF_ASSIGN_OR_RETURN(const std::size_t per,
+                      fit_scratch(n, fit, int(NvcompAlgo::kZstd), b, &bytes));
+  GpuBuffer& scratch = *b.d_temp[int(NvcompAlgo::kZstd)];
   jobs.zstd_frames.reserve(n);
   jobs.zstd_frames_per_launch = per;
-  std::byte* at = shared->data();
+  std::byte* at = scratch.data();
   for (std::size_t i = 0; i < n; ++i) {
-    if (i % per == 0) at = shared->data();  // each launch's frames from the scratch's start
+    if (i % per == 0) at = scratch.data();  // each launch's frames from the scratch's start
     jobs.zstd_frames.push_back(
         make_zstd_job(z.src[i], z.src_bytes[i], z.dst[i], z.capacity[i], std::uint32_t(i), at));
     at += need[i];
@@ -279,24 +262,22 @@ bool ReadOp::launch_room(std::size_t room) {
   return cudaMemGetInfo(&free, &total) == cudaSuccess && free >= room;
 }
 
-// Scratch for the whole call, or, when the GPU cannot hold it even after the piece in flight has
-// finished (device_buffer), for halves, quarters, ... decoded one after another: the scratch
-// (3.05x the decoded bytes for zstd) is what a full GPU can least afford. Returns the jobs per
-// call; the lane's shared scratch for `algo` then holds `*temp_bytes` and `b` holds it too.
-Result<std::size_t> ReadOp::fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs& jobs, Batch& b,
-                                               std::size_t* temp_bytes) {
-  std::size_t per = jobs.size();
-  auto& shared = nvcomp_temp_[{b.stream, int(algo)}];
+// Scratch for all `jobs` in one call, or, when the GPU cannot hold it beside the launch's room
+// even after the piece in flight has finished (device_buffer), for halves, quarters, ... decoded
+// one after another: the scratch (~3x the decoded bytes for zstd) is what a full GPU can least
+// afford. The lane's shared scratch of `slot` then holds *bytes, and b.d_temp[slot] holds it
+// too. Returns the jobs per call.
+Result<std::size_t> ReadOp::fit_scratch(std::size_t jobs, const ScratchFit& fit, int slot, Batch& b,
+                                        std::size_t* bytes) {
+  std::size_t per = jobs;
+  auto& shared = nvcomp_temp_[{b.stream, slot}];
   for (;;) {
-    // decoded bytes of the largest part: at most `per` of the largest chunks
-    const std::size_t largest = std::min(jobs.total_out, per * jobs.max_out);
-    ZF_RETURN_IF_ERROR(nvcomp_->temp_size(algo, per, jobs.max_out, largest, temp_bytes, b.stream));
-    if (shared != nullptr && shared->capacity() >= *temp_bytes) break;
+    ZF_ASSIGN_OR_RETURN(*bytes, fit.bytes(per));
+    if (shared != nullptr && shared->capacity() >= *bytes) break;
     shared.reset();  // pieces still using the smaller one hold their own reference
-    auto t = device_buffer(std::max<std::size_t>(*temp_bytes, 1),
-                           "nvCOMP scratch for " + std::to_string(per) + " compressed streams", b,
+    auto t = device_buffer(std::max<std::size_t>(*bytes, 1), fit.name(per), b,
                            /*wait=*/per == 1);
-    if (t.ok() && (per == 1 || launch_room(kNvcompLaunchRoom))) {
+    if (t.ok() && (per == 1 || launch_room(fit.launch_room))) {
       shared = std::make_shared<GpuBuffer>(std::move(t).value());
       break;
     }
@@ -306,10 +287,29 @@ Result<std::size_t> ReadOp::fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs
       device_.trim();
     }
     per = (per + 1) / 2;
-    note("nvCOMP's scratch did not fit in the GPU's free memory: its calls were split");
+    note(fit.split_note);
   }
-  b.d_temp[int(algo)] = shared;
+  b.d_temp[slot] = shared;
   return per;
+}
+
+// nvCOMP's scratch (fit_scratch), as its temp_size asks for the largest part's decoded bytes.
+Result<std::size_t> ReadOp::fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs& jobs, Batch& b,
+                                               std::size_t* temp_bytes) {
+  ScratchFit fit;
+  fit.bytes = [&](std::size_t per) -> Result<std::size_t> {
+    // decoded bytes of the largest part: at most `per` of the largest chunks
+    const std::size_t largest = std::min(jobs.total_out, per * jobs.max_out);
+    std::size_t temp = 0;
+    ZF_RETURN_IF_ERROR(nvcomp_->temp_size(algo, per, jobs.max_out, largest, &temp, b.stream));
+    return temp;
+  };
+  fit.name = [](std::size_t per) {
+    return "nvCOMP scratch for " + std::to_string(per) + " compressed streams";
+  };
+  fit.launch_room = kNvcompLaunchRoom;
+  fit.split_note = "nvCOMP's scratch did not fit in the GPU's free memory: its calls were split";
+  return fit_scratch(jobs.size(), fit, int(algo), b, temp_bytes);
 }
 
 // One nvCOMP batch (its tables at `at` in the piece's device tables), in as many calls as its
