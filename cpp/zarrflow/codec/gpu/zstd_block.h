@@ -53,7 +53,8 @@ struct ZstdBlockTables {
   union {
     struct {
       HuffmanCell huffman[1 << kMaxHuffmanBits];
-      FseCell weights[64];  // FSE table of compressed Huffman weights
+      FseCell weights[64];               // FSE table of compressed Huffman weights
+      std::uint8_t symbol_weights[256];  // the Huffman tree's weights (not in local memory)
     } lit;
     struct {
       FseCell ll[1 << kMaxFseLog], of[1 << 8], ml[1 << kMaxFseLog];
@@ -94,7 +95,7 @@ ZF_HD int decode_zstd_literals(const std::uint8_t* frame, const ZstdBlockPlan& b
   }
   int max_bits = 0;
   if (lane == 0) {
-    std::uint8_t weights[256];
+    std::uint8_t* weights = t.lit.symbol_weights;
     int nsymbols = 0;
     std::uint32_t used = 0;
     int r = 0;

@@ -225,11 +225,15 @@ ZF_HD inline bool read_huffman_weights(const std::uint8_t* src, std::uint32_t si
   } else {
     const std::uint32_t csize = std::uint32_t(header);
     if (csize == 0 || 1 + csize > size) return false;
-    std::int16_t counts[256];
-    std::uint16_t next[256];
+    // Weights go up to kMaxHuffmanBits: a description with larger symbols is refused (as
+    // libzstd refuses their weights), and the arrays stay small (in a kernel they live in local
+    // memory, which the driver sets aside at launch for every thread the GPU can hold).
+    std::int16_t counts[kMaxHuffmanBits + 1];
+    std::uint16_t next[kMaxHuffmanBits + 1];
     int ncounts = 0, log = 0;
     std::uint32_t desc = 0;
-    if (!read_fse_counts(src + 1, csize, 255, 6, counts, &ncounts, &log, &desc)) return false;
+    if (!read_fse_counts(src + 1, csize, kMaxHuffmanBits, 6, counts, &ncounts, &log, &desc))
+      return false;
     if (!build_fse_table(counts, ncounts, log, fse, next)) return false;
     if (desc >= csize) return false;
     BackwardBits in(src + 1 + desc, csize - desc);
