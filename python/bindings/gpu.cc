@@ -395,6 +395,9 @@ void bind_gpu(nb::module_& m) {
                                 .c_str());
     gpu::set_zstd_decoder(d);
   });
+  m.def("zstd_decoder_used", [](bool nvcomp_loaded) {
+    return gpu::zstd_by_nvcomp(nvcomp_loaded) ? "nvcomp" : "zarrflow";
+  });
   m.def("set_nvcomp_library", [](const std::vector<std::string>& candidates) {
 #ifdef ZARRFLOW_HAVE_CUDA
     gpu::set_nvcomp_library(candidates);

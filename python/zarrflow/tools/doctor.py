@@ -87,10 +87,9 @@ def _memory_line() -> str:
 def _zstd_line() -> str:
     """Which decoder takes zstd chunks on the GPU (ZARRFLOW_GPU_ZSTD; docs/settings.md)."""
     choice = os.environ.get("ZARRFLOW_GPU_ZSTD", "auto")
-    if choice not in ("auto", "zarrflow", "nvcomp"):
-        return f"zstd on the GPU: ZARRFLOW_GPU_ZSTD={choice!r} is not auto, zarrflow or nvcomp"
-    nvcomp = not _gpu.nvcomp_status()
-    used = "nvCOMP's decoder" if nvcomp and choice != "zarrflow" else "zarrflow's decoder"
+    nvcomp = not _gpu.nvcomp_status()  # reads ZARRFLOW_GPU_ZSTD into the C++ side first
+    used = {"nvcomp": "nvCOMP's decoder", "zarrflow": "zarrflow's decoder"}[
+        _core.zstd_decoder_used(nvcomp)]
     why = " (nvCOMP is off)" if not nvcomp else ""
     return f"zstd on the GPU: {used}{why}, ZARRFLOW_GPU_ZSTD={choice}"
 

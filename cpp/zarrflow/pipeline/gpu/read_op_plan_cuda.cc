@@ -67,7 +67,7 @@ Status ReadOp::plan(std::span<const DeviceReadRequest> requests) {
   } else {
     gpu_.nvcomp_missing = nv.status().message();
   }
-  gpu_.zstd_nvcomp = gpu_.nvcomp && zstd_decoder() != ZstdDecoder::kZarrflow;
+  gpu_.zstd_nvcomp = zstd_by_nvcomp(gpu_.nvcomp);
   const PlanOptions plan{opt_.pool, opt_.buffers, opt_.shard_indexes, opt_.decode, opt_.host_share};
   const auto& tfs = opt_.transforms;
   for (std::size_t i = 0; i < requests.size(); ++i) {

@@ -300,6 +300,10 @@ void set_zstd_decoder(ZstdDecoder d) { g_zstd_decoder.store(int(d)); }
 
 ZstdDecoder zstd_decoder() { return ZstdDecoder(g_zstd_decoder.load()); }
 
+bool zstd_by_nvcomp(bool nvcomp_loaded) {
+  return nvcomp_loaded && zstd_decoder() != ZstdDecoder::kZarrflow;
+}
+
 bool parse_zstd_decoder(std::string_view name, ZstdDecoder* d) {
   if (name == "auto") {
     *d = ZstdDecoder::kAuto;

@@ -79,11 +79,13 @@ Status measure_stored_sizes(std::vector<Item>& items, ThreadPool* pool);
 
 // Which decoder takes zstd frames on the GPU, for the whole process (the Python package sets it
 // from ZARRFLOW_GPU_ZSTD): zarrflow's own (codec/gpu/zstd_kernels.cu), nvCOMP's (where it is
-// loaded), or kAuto: nvCOMP's where it is loaded -- as fast on whole zstd chunks at half the GPU
-// time, and faster on Blosc's small zstd blocks (docs/settings.md) -- else zarrflow's.
+// loaded), or kAuto: nvCOMP's where it is loaded -- it takes less GPU time from a model
+// (docs/settings.md) -- else zarrflow's.
 enum class ZstdDecoder { kAuto, kZarrflow, kNvcomp };
 void set_zstd_decoder(ZstdDecoder d);
 ZstdDecoder zstd_decoder();
+// Whether nvCOMP's decoder takes zstd frames, given whether nvCOMP is loaded.
+bool zstd_by_nvcomp(bool nvcomp_loaded);
 // "auto", "zarrflow" or "nvcomp"; false for anything else.
 bool parse_zstd_decoder(std::string_view name, ZstdDecoder* d);
 
