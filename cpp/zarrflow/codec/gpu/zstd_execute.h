@@ -69,13 +69,32 @@ ZF_HD inline void copy_literals(const ZstdTask& t, const std::uint8_t* lit, std:
   lane_copy(lit + t.lit, dst + t.out, t.ll, lane, nlanes);
 }
 
-// to[i] = from[i % period] for i < n, split over `nlanes` lanes, kPerLane bytes a lane a round:
-// a round's loads precede its stores (which they may not alias: a match reads only bytes before
-// it), so a lane waits on memory once a round. One thread copies 16 a round; a warp's lanes 4
-// (more registers would spill in the execution kernel).
-template <std::uint32_t kPerLane = 4>
+// to[i] = from[i % period] for i < n, by one thread: 16 loads, then their 16 stores (the loads
+// do not wait for the stores, which may not alias them: a match reads only bytes before it).
+ZF_HD inline void copy_run(const std::uint8_t* from, std::uint8_t* to, std::uint32_t n,
+                           std::uint32_t period) {
+  std::uint32_t j = 0;  // i % period
+  for (std::uint32_t i = 0; i < n; i += 16) {
+    const std::uint32_t m = n - i < 16 ? n - i : 16;
+    std::uint8_t b[16];
+#pragma unroll
+    for (std::uint32_t k = 0; k < 16; ++k) {
+      if (k < m) {
+        b[k] = from[j];
+        if (++j == period) j = 0;
+      }
+    }
+#pragma unroll
+    for (std::uint32_t k = 0; k < 16; ++k)
+      if (k < m) to[i + k] = b[k];
+  }
+}
+
+// copy_run's bytes split over `nlanes` lanes, four a lane a round: a round's loads precede its
+// stores (which they may not alias, as in copy_run), so a lane waits on memory once a round.
 ZF_HD inline void lane_copy_run(const std::uint8_t* from, std::uint8_t* to, std::uint32_t n,
                                 std::uint32_t period, int lane, int nlanes) {
+  constexpr std::uint32_t kPerLane = 4;
   const std::uint32_t stride = std::uint32_t(nlanes), step = stride % period;
   std::uint32_t j = std::uint32_t(lane) % period;  // i % period
   for (std::uint32_t i = std::uint32_t(lane); i < n; i += kPerLane * stride) {
@@ -90,12 +109,6 @@ ZF_HD inline void lane_copy_run(const std::uint8_t* from, std::uint8_t* to, std:
     for (std::uint32_t k = 0; k < kPerLane; ++k)
       if (i + k * stride < n) to[i + k * stride] = b[k];
   }
-}
-
-// The same by one thread.
-ZF_HD inline void copy_run(const std::uint8_t* from, std::uint8_t* to, std::uint32_t n,
-                           std::uint32_t period) {
-  lane_copy_run<16>(from, to, n, period, 0, 1);
 }
 
 // The sequence's literals, and its match when `with_match`, by one thread.
