@@ -108,6 +108,11 @@ class ReadOp {
   Status take_lanes();
   void look_up_caches();
   PieceBounds piece_bounds() const;
+  // The latency-bound decoder that sets this read's lanes and pieces: nvCOMP where it decodes
+  // some of the chunks (deflate; zstd where it takes zstd), else zarrflow's zstd decoder where
+  // the read has zstd chunks.
+  bool nvcomp_decodes() const;
+  bool zarrflow_zstd_decodes() const;
   // read_op_cuda.cc
   Status fetch(Batch& b);
   Status fetch_item(Item& it, Batch& b, const CuFile* cufile,

@@ -114,10 +114,18 @@ void ReadOp::look_up_caches() {
 // almost nothing). zarrflow's zstd decoder keeps a scratch of about 3x the decoded bytes on each
 // lane, as nvCOMP's does on its one: its lanes share the decoded bytes one nvCOMP piece may
 // hold. An explicit batch_bytes sets the staged bound, and twice it the decoded one.
+bool ReadOp::nvcomp_decodes() const {
+  return programs_.has(GpuCodec::kDeflate) || (gpu_.zstd_nvcomp && programs_.has(GpuCodec::kZstd));
+}
+
+bool ReadOp::zarrflow_zstd_decodes() const {
+  return !nvcomp_decodes() && programs_.has(GpuCodec::kZstd);
+}
+
 PieceBounds ReadOp::piece_bounds() const {
   if (opt_.batch_bytes != 0) return {opt_.batch_bytes, 2 * opt_.batch_bytes};
-  const bool nvcomp = programs_.any_nvcomp(gpu_.zstd_nvcomp);
-  const bool zstd_scratch = !nvcomp && programs_.any_nvcomp(true);
+  const bool nvcomp = nvcomp_decodes();
+  const bool zstd_scratch = zarrflow_zstd_decodes();
   constexpr std::uint64_t kSmallStaged = std::uint64_t{256} << 20;
   const std::uint64_t small_decoded =
       std::max<std::uint64_t>((std::uint64_t{2} << 30) / lanes_.size(), 512 << 20);
@@ -136,12 +144,11 @@ PieceBounds ReadOp::piece_bounds() const {
           std::min(small_decoded, std::max<std::uint64_t>(d / lanes_.size(), 64 << 20))};
 }
 
-// Reads that nvCOMP decodes keep one lane: its calls are latency-bound (each chunk decodes on
-// one unit of the GPU), and two side by side hold SMs twice over for their duration. Beside a
-// model that costs more than the overlap gains alone (benchmarks/bench_sm_cost.py; the figures
-// are in docs/settings.md, "GPU read streams").
+// One lane where nvCOMP decodes, twice the streams where zarrflow's zstd decoder does
+// (read_lanes). nvCOMP's calls side by side would overlap a little alone, but beside a model
+// cost more than that gains (benchmarks/bench_sm_cost.py; docs/settings.md, "GPU read streams").
 Status ReadOp::take_lanes() {
-  const int n = programs_.any_nvcomp(gpu_.zstd_nvcomp) ? 1 : streams_;
+  const int n = read_lanes(streams_, nvcomp_decodes(), zarrflow_zstd_decodes(), kMaxReadStreams);
   ZF_ASSIGN_OR_RETURN(lanes_, lender_.lend(std::size_t(n), opt_.stream));
   ZF_ASSIGN_OR_RETURN(copy_lane_, lender_.lend(1, opt_.stream));
   return {};

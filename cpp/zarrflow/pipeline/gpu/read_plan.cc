@@ -105,11 +105,9 @@ const ChainProgram* ChainPrograms::of(const CodecChain* chain) {
   return &it->second;
 }
 
-bool ChainPrograms::any_nvcomp(bool zstd_by_nvcomp) const {
+bool ChainPrograms::has(GpuCodec codec) const {
   for (const auto& [chain, program] : programs_)
-    if ((zstd_by_nvcomp && program.codec == GpuCodec::kZstd) ||
-        program.codec == GpuCodec::kDeflate)
-      return true;
+    if (program.codec == codec) return true;
   return false;
 }
 
@@ -302,6 +300,12 @@ ZstdDecoder zstd_decoder() { return ZstdDecoder(g_zstd_decoder.load()); }
 
 bool zstd_by_nvcomp(bool nvcomp_loaded) {
   return nvcomp_loaded && zstd_decoder() != ZstdDecoder::kZarrflow;
+}
+
+int read_lanes(int asked, bool nvcomp, bool zarrflow_zstd, int most) {
+  if (nvcomp) return 1;
+  if (zarrflow_zstd && asked > 1) return std::min(2 * asked, most);
+  return asked;
 }
 
 bool parse_zstd_decoder(std::string_view name, ZstdDecoder* d) {

@@ -40,9 +40,8 @@ ThreadPool* fetch_pool(const Store& store, ThreadPool* fallback);
 class ChainPrograms {
  public:
   const ChainProgram* of(const CodecChain* chain);
-  // True when a chain decodes with nvCOMP (deflate; zstd when `zstd_by_nvcomp`), whose calls
-  // have a fixed latency.
-  [[nodiscard]] bool any_nvcomp(bool zstd_by_nvcomp) const;
+  // True when one of the chains analysed decodes with `codec` on the GPU.
+  [[nodiscard]] bool has(GpuCodec codec) const;
 
  private:
   std::map<const CodecChain*, ChainProgram> programs_;
@@ -88,6 +87,15 @@ ZstdDecoder zstd_decoder();
 bool zstd_by_nvcomp(bool nvcomp_loaded);
 // "auto", "zarrflow" or "nvcomp"; false for anything else.
 bool parse_zstd_decoder(std::string_view name, ZstdDecoder* d);
+
+// How many streams a read spreads its pieces over, `asked` being the reader's setting
+// (ZARRFLOW_GPU_READ_STREAMS), `most` the largest it takes. Reads nvCOMP decodes keep one: its
+// calls are latency-bound and do not overlap, and two side by side hold SMs twice over. Reads
+// zarrflow's zstd decoder takes keep twice as many: its blocks decode one after another, so a
+// piece decodes in about four times the time the host takes to stage the next (~25 against
+// ~6.5 ms for 256 MB staged on an H100, docs/settings.md "GPU read streams"), and three pieces
+// in flight leave the GPU short of work. One asked stays one: it keeps pieces from overlapping.
+int read_lanes(int asked, bool nvcomp, bool zarrflow_zstd, int most);
 
 // The most staged (compressed) and decoded bytes one piece may hold.
 struct PieceBounds {

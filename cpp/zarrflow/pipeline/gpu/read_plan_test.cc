@@ -230,12 +230,20 @@ TEST(ReadPlan, ProgramsAreAnalysedOncePerChain) {
   const ChainProgram* p = programs.of(&a.zstd->codecs());
   EXPECT_EQ(programs.of(&a.zstd->codecs()), p);
   EXPECT_EQ(p->codec, GpuCodec::kZstd);
-  EXPECT_TRUE(programs.any_nvcomp(true));
-  EXPECT_FALSE(programs.any_nvcomp(false));  // zarrflow's zstd decoder takes the zstd chain
+  EXPECT_TRUE(programs.has(GpuCodec::kZstd));
+  EXPECT_FALSE(programs.has(GpuCodec::kDeflate));
   ChainPrograms raw;
   raw.of(&a.raw->codecs());
   raw.of(&a.lz4->codecs());
-  EXPECT_FALSE(raw.any_nvcomp(true));
+  EXPECT_FALSE(raw.has(GpuCodec::kZstd));
+}
+
+TEST(ReadPlan, LanesFollowTheLatencyBoundDecoder) {
+  EXPECT_EQ(read_lanes(3, /*nvcomp=*/false, /*zarrflow_zstd=*/false, 16), 3);
+  EXPECT_EQ(read_lanes(3, true, false, 16), 1);
+  EXPECT_EQ(read_lanes(3, false, true, 16), 6);
+  EXPECT_EQ(read_lanes(12, false, true, 16), 16);  // bounded
+  EXPECT_EQ(read_lanes(1, false, true, 16), 1);    // one keeps pieces from overlapping
 }
 
 }  // namespace
