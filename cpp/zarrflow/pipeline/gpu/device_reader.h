@@ -107,8 +107,8 @@ class DeviceReader {
   GpuMemoryPool& pinned_pool() { return pinned_; }
   StreamLender& stream_lender() { return lanes_; }
   // How many streams each read spreads its pieces over (read_lanes.h; 1 to kMaxReadStreams,
-  // default kDefaultReadStreams). 1 runs each piece's copies and decoding after the previous
-  // piece's.
+  // default kDefaultReadStreams), as far as its decoders allow (read_plan.h: read_lanes). 1 runs
+  // each piece's copies and decoding after the previous piece's.
   Status set_streams(int n);
   [[nodiscard]] int streams() const { return streams_.load(); }
 
