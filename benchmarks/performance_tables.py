@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -517,6 +518,35 @@ def node_values(results: Path) -> Values:
     }
 
 
+# --- loader workers under DDP on four GPUs ------------------------------------------------------
+WORKERS4 = "train_unet_6ch_4xh100_workers.json"
+
+
+def workers4_values(results: Path) -> Values:
+    """Invocations alternating the default loader workers and --loader-workers 1, each a synthetic
+    run then the real one."""
+    res = load(results, WORKERS4)
+    by_workers: dict[int, list[dict]] = {}
+    for inv in res["invocations"]:
+        real = next(r for r in inv["runs"] if r["run"] == "zarrflow-gpu")
+        by_workers.setdefault(real["loader_stats"]["workers"], []).append(real)
+
+    def ratios(n: int) -> str:
+        return " and ".join(f"{r['real_over_synthetic']:.3f}" for r in by_workers[n])
+
+    def medians(n: int) -> str:
+        steps = [s for r in by_workers[n] for e in r["epochs"][1:] for s in e["step_ms"]]
+        return f"{statistics.median(steps):.0f}"
+
+    default = max(by_workers)
+    synth = [s for inv in res["invocations"] for r in inv["runs"] if r["run"] == "synthetic"
+             for e in r["epochs"][1:] for s in e["step_ms"]]
+    sentence = (f"{ratios(1)} against {ratios(default)} with the default {default}, median "
+                f"steps {medians(1)} and {medians(default)} ms ({statistics.median(synth):.0f} "
+                f"synthetic)")
+    return {"workers4_date": res["invocations"][0]["date"], "workers4_sentence": sentence}
+
+
 # --- DDP at 71 uncompressed channels on four GPUs ------------------------------------------------
 DDP71 = "train_unet_71ch_4xh100_ddp.json"
 
@@ -591,7 +621,7 @@ def remote_values(results: Path) -> Values:
 
 SECTIONS = (realism_values, read_values, numcodecs_values, gpu_values, loader_values,
             ceilings_values, sm_cost_values, training_values, split_values, zstd71_values,
-            node_values, ddp71_values,
+            node_values, workers4_values, ddp71_values,
             rechunk_values, remote_values)
 
 
