@@ -106,14 +106,6 @@ void ReadOp::look_up_caches() {
   }
 }
 
-// Pieces of chunks nvCOMP decodes are as large as memory allows (read_plan.h:
-// nvcomp_piece_bytes), as many staged bytes as decoded ones. zarrflow's own kernels (Blosc, LZ4,
-// uncompressed) have no such latency: small pieces (256 MB staged) on several lanes overlap
-// reading, copies and decoding best, bounded by 2 GB decoded shared by the lanes (at least
-// 512 MB each; the decoded bound matters for chunks of mostly fill value, which compress to
-// almost nothing). zarrflow's zstd decoder keeps a scratch of about 3x the decoded bytes on each
-// lane, as nvCOMP's does on its one: its lanes share the decoded bytes one nvCOMP piece may
-// hold. An explicit batch_bytes sets the staged bound, and twice it the decoded one.
 bool ReadOp::nvcomp_decodes() const {
   return programs_.has(GpuCodec::kDeflate) || (gpu_.zstd_nvcomp && programs_.has(GpuCodec::kZstd));
 }
@@ -122,6 +114,14 @@ bool ReadOp::zarrflow_zstd_decodes() const {
   return !nvcomp_decodes() && programs_.has(GpuCodec::kZstd);
 }
 
+// Pieces of chunks nvCOMP decodes are as large as memory allows (read_plan.h:
+// nvcomp_piece_bytes), as many staged bytes as decoded ones. zarrflow's own kernels (Blosc, LZ4,
+// uncompressed) have no such latency: small pieces (256 MB staged) on several lanes overlap
+// reading, copies and decoding best, bounded by 2 GB decoded shared by the lanes (at least
+// 512 MB each; the decoded bound matters for chunks of mostly fill value, which compress to
+// almost nothing). zarrflow's zstd decoder keeps a scratch of about 3x the decoded bytes on each
+// lane, as nvCOMP's does on its one: its lanes share the decoded bytes one nvCOMP piece may
+// hold. An explicit batch_bytes sets the staged bound, and twice it the decoded one.
 PieceBounds ReadOp::piece_bounds() const {
   if (opt_.batch_bytes != 0) return {opt_.batch_bytes, 2 * opt_.batch_bytes};
   const bool nvcomp = nvcomp_decodes();
