@@ -526,24 +526,22 @@ def workers4_values(results: Path) -> Values:
     """Invocations alternating the default loader workers and --loader-workers 1, each a synthetic
     run then the real one."""
     res = load(results, WORKERS4)
-    by_workers: dict[int, list[dict]] = {}
+    runs: dict[bool, list[dict]] = {True: [], False: []}  # by "the loader's default workers"
     for inv in res["invocations"]:
         real = next(r for r in inv["runs"] if r["run"] == "zarrflow-gpu")
-        by_workers.setdefault(real["loader_stats"]["workers"], []).append(real)
+        runs[inv["loader_workers"] is None].append(real)
+    default = runs[True][0]["loader_stats"]["workers"]
 
-    def ratios(n: int) -> str:
-        return " and ".join(f"{r['real_over_synthetic']:.3f}" for r in by_workers[n])
+    def ratios(rs: list[dict]) -> str:
+        return " and ".join(f"{r['real_over_synthetic']:.3f}" for r in rs)
 
-    def medians(n: int) -> str:
-        steps = [s for r in by_workers[n] for e in r["epochs"][1:] for s in e["step_ms"]]
-        return f"{statistics.median(steps):.0f}"
+    def median_step(rs: list[dict]) -> str:
+        return f"{statistics.median(s for r in rs for e in r['epochs'][1:] for s in e['step_ms']):.0f}"
 
-    default = max(by_workers)
-    synth = [s for inv in res["invocations"] for r in inv["runs"] if r["run"] == "synthetic"
-             for e in r["epochs"][1:] for s in e["step_ms"]]
-    sentence = (f"{ratios(1)} against {ratios(default)} with the default {default}, median "
-                f"steps {medians(1)} and {medians(default)} ms ({statistics.median(synth):.0f} "
-                f"synthetic)")
+    synth = [r for inv in res["invocations"] for r in inv["runs"] if r["run"] == "synthetic"]
+    sentence = (f"{ratios(runs[False])} against {ratios(runs[True])} with the default {default}, "
+                f"median steps {median_step(runs[False])} and {median_step(runs[True])} ms "
+                f"({median_step(synth)} synthetic)")
     return {"workers4_date": res["invocations"][0]["date"], "workers4_sentence": sentence}
 
 

@@ -101,6 +101,17 @@ def test_doctor_on_a_gpu_lists_it_and_nvcomp():
     assert limit.endswith("on GPU 0 (ZARRFLOW_GPU_MEMORY_LIMIT=0.25)")
 
 
+def test_an_unknown_zstd_decoder_is_reported_not_raised(monkeypatch):
+    from zarrflow import _gpu
+
+    monkeypatch.setenv("ZARRFLOW_GPU_ZSTD", "fastest")
+    monkeypatch.setattr(_gpu, "_configured", False)
+    (line,) = doctor._decoder_lines()
+    assert line == ("nvCOMP and zstd on the GPU: off because ZARRFLOW_GPU_ZSTD must be 'auto', "
+                    "'zarrflow' or 'nvcomp', got 'fastest'")
+    assert not _gpu._configured  # the next GPU read reads the variable again
+
+
 def test_architecture_summary():
     assert doctor.arch_summary(["75-real", "90-real", "120"]) == (
         "SASS sm_75, sm_90, sm_120; PTX compute_120")

@@ -87,11 +87,21 @@ def _memory_line() -> str:
 def _zstd_line() -> str:
     """Which decoder takes zstd chunks on the GPU (ZARRFLOW_GPU_ZSTD; docs/settings.md)."""
     choice = os.environ.get("ZARRFLOW_GPU_ZSTD", "auto")
-    nvcomp = not _gpu.nvcomp_status()  # reads ZARRFLOW_GPU_ZSTD into the C++ side first
+    nvcomp = not _gpu.nvcomp_status()
     used = {"nvcomp": "nvCOMP's decoder", "zarrflow": "zarrflow's decoder"}[
         _core.zstd_decoder_used(nvcomp)]
     why = " (nvCOMP is off)" if not nvcomp else ""
     return f"zstd on the GPU: {used}{why}, ZARRFLOW_GPU_ZSTD={choice}"
+
+
+def _decoder_lines() -> list[str]:
+    """nvCOMP's line and the zstd decoder's, or why neither can be told: the GPU set-up reads
+    ZARRFLOW_GPU_ZSTD first and refuses a value it does not know."""
+    try:
+        _gpu.configure()
+    except ValueError as e:
+        return [f"nvCOMP and zstd on the GPU: off because {e}"]
+    return [_nvcomp_line(), _zstd_line()]
 
 
 def _nvcomp_line() -> str:
@@ -143,8 +153,7 @@ def _gpu_lines(info: dict) -> list[str]:
     else:
         lines.append(f"GPU path: off because {status}; reads run on the host")
         return lines
-    lines.append(_nvcomp_line())
-    lines.append(_zstd_line())
+    lines += _decoder_lines()
     lines.append(_cufile_line())
     return lines
 
