@@ -11,6 +11,7 @@ and measures, per run, samples/s and the share of step time spent waiting for da
 - ``zarrflow-gpu-hostdecode`` the same loader with ``gpu_decode="off"``: the host threads decode,
                            the GPU only assembles, normalises and casts;
 - ``zarrflow-gpu@F``       the GPU loader with ``host_decode_share=F`` (``@0``: all on the GPU);
+- ``zarrflow-gpu-high``    the GPU loader with ``stream_priority="high"`` (also ``-high@F``);
 - ``zarrflow-gpu@best``    the GPU loader at the host share benchmarks/decode_split.py finds
                            best from this process's earlier ``synthetic``, ``zarrflow-gpu@0`` and
                            ``zarrflow-gpu@1`` runs (which must come first); the results then
@@ -183,12 +184,14 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
     if kind.startswith("zarrflow"):
         on_gpu = kind.startswith("zarrflow-gpu")
         kind, _, share = kind.partition("@")
+        priority = "high" if kind == "zarrflow-gpu-high" else "normal"
         common = dict(dtype=dtype, normalize=stats,
                       device=f"cuda:{device.index}" if on_gpu else "cpu", output="torch",
                       prefetch=args.prefetch, workers=args.loader_workers,
                       threads=args.loader_threads, rank=rank, world_size=world, drop_last=True,
                       gpu_decode="off" if kind == "zarrflow-gpu-hostdecode" else args.gpu_decode,
-                      host_decode_share=float(share) if share else "auto", cache_gb=args.cache_gb)
+                      host_decode_share=float(share) if share else "auto", cache_gb=args.cache_gb,
+                      stream_priority=priority)
         train = zarrflow.Loader(args.store, args.channels, shuffle="block", seed=args.seed,
                                 block=args.shuffle_block, buffer=args.shuffle_buffer,
                                 time_range=(tr.start, tr.stop), batch_size=args.batch_size, **common)
@@ -480,11 +483,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.thread_nice is not None:  # read when zarrflow makes its thread pools (below)
         os.environ["ZARRFLOW_THREAD_NICE"] = str(args.thread_nice)
     runs = [r for r in args.runs.split(",") if r]
-    known = {"synthetic", "zarrflow-gpu", "zarrflow-gpu-hostdecode", "zarrflow-cpu",
-             "baseline-tensorstore", "baseline-xarray"}
+    known = {"synthetic", "zarrflow-gpu", "zarrflow-gpu-high", "zarrflow-gpu-hostdecode",
+             "zarrflow-cpu", "baseline-tensorstore", "baseline-xarray"}
     base = [r.removeprefix("synthetic+") for r in runs]
     bad = {r for r, b in zip(runs, base) if b.split("@")[0] not in known
-           or ("@" in b and b.split("@")[0] != "zarrflow-gpu")
+           or ("@" in b and b.split("@")[0] not in ("zarrflow-gpu", "zarrflow-gpu-high"))
            or (b == "zarrflow-gpu@best" and not split_inputs_before(runs, r))
            or (r.startswith("synthetic+") and b == "synthetic")}
     if bad:

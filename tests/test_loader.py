@@ -247,6 +247,7 @@ def test_rank_split_covers_epoch(store):
     (dict(variables=["t2m"], layout="BCHW", input_steps=2), "one time step"),
     (dict(variables=["t2m"], batch_size=50, drop_last=True), "no batches"),
     (dict(variables=["t2m"], dtype="int8"), "dtype"),
+    (dict(variables=["t2m"], stream_priority="urgent"), "stream_priority"),
     (dict(variables=["t2m"], normalize={"mean": [0], "std": [0]}), "positive"),
     (dict(variables=["t2m"], time_range=(5, 5)), "not inside"),
     (dict(variables=["t2m"], time_range=(0, 99)), "not inside"),

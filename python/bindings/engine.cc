@@ -131,6 +131,7 @@ struct EngineArgs {
   std::uint64_t read_budget = 0;  // gpu::DeviceReadOptions::read_budget
   nb::object balance, executor, decode_executor, cache, host_cache, shard_indexes, reader;
   std::string gpu_decode;
+  std::string stream_priority = "normal";  // "normal" or "high" (DeviceBatchMaker)
 };
 
 // The engine and the Python objects whose C++ parts its makers use (executors, caches, the GPU
@@ -195,7 +196,8 @@ std::shared_ptr<BatchMaker> maker_of(BatchRecipe recipe, const EngineArgs& a) {
   if (auto* decode = pointer_of<Executor>(a.decode_executor)) opts.decode_pool = &decode->pool;
   return std::make_shared<gpu::DeviceBatchMaker>(std::move(recipe), shared_reader(reader.state),
                                                  opts, a.device_id, a.workers,
-                                                 !a.balance.is_none());
+                                                 !a.balance.is_none(),
+                                                 a.stream_priority == "high");
 #else
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
@@ -282,7 +284,11 @@ void bind_batch_engine(nb::module_& m) {
              bool missing_error, double host_share, nb::object balance, nb::object executor,
              nb::object decode_executor, nb::object cache, nb::object host_cache,
              nb::object shard_indexes, nb::object reader, std::string gpu_decode,
-             std::uint64_t read_budget) {
+             std::uint64_t read_budget, std::string stream_priority) {
+            if (stream_priority != "normal" && stream_priority != "high")
+              throw StatusError(invalid_argument("batch engine: stream_priority must be "
+                                                 "'normal' or 'high', got '" +
+                                                 stream_priority + "'"));
             EngineArgs a;
             a.arrays = std::move(arrays);
             a.dtype = std::move(dtype);
@@ -303,6 +309,7 @@ void bind_batch_engine(nb::module_& m) {
             a.reader = std::move(reader);
             a.gpu_decode = std::move(gpu_decode);
             a.read_budget = read_budget;
+            a.stream_priority = std::move(stream_priority);
             make_engine(self, plan, a);
           },
           "plan"_a, "arrays"_a, "dtype"_a, "device"_a, "device_id"_a = 0, "workers"_a = 2,
@@ -310,7 +317,7 @@ void bind_batch_engine(nb::module_& m) {
           "missing_error"_a = false, "host_share"_a = 0.0, "balance"_a = nb::none(),
           "executor"_a = nb::none(), "decode_executor"_a = nb::none(), "cache"_a = nb::none(),
           "host_cache"_a = nb::none(), "shard_indexes"_a = nb::none(), "reader"_a = nb::none(),
-          "gpu_decode"_a = "auto", "read_budget"_a = 0)
+          "gpu_decode"_a = "auto", "read_budget"_a = 0, "stream_priority"_a = "normal")
       .def(
           "submit",
           [](Engine& e, const Vector<std::int64_t>& samples, const Vector<std::int64_t>& times,

@@ -116,7 +116,7 @@ class Loader:
         - :class:`LoaderOptions` (without ``options``): ``device="auto"``,
           ``output="auto"``, ``dtype="float32"``, ``layout="auto"``, ``prefetch=2``,
           ``workers``, ``missing="fill"``, ``gpu_decode="auto"``,
-          ``host_decode_share="auto"``, ``threads``, ``decode_threads``, ``cache_gb=0``,
+          ``host_decode_share="auto"``, ``stream_priority="normal"``, ``threads``, ``decode_threads``, ``cache_gb=0``,
           ``host_cache_gb=0``, ``progress=0``, ``prime_next_epoch=True``.
 
     Yields
@@ -196,6 +196,7 @@ class Loader:
         self.output = options.resolve_output(self.on_gpu)
         self.dtype, self.missing = options.dtype, options.missing
         self.gpu_decode = options.gpu_decode
+        self.stream_priority = options.stream_priority
         self.prefetch, self.progress = options.prefetch, options.progress
         cache_gb, host_cache_gb = options.cache_gb, options.host_cache_gb
         # Workers nobody asked for: the default's third one on a GPU, given up first for memory.
@@ -509,6 +510,7 @@ class Loader:
                 executor=self._executor, decode_executor=self._decode_executor,
                 cache=self.cache, host_cache=self.host_cache, shard_indexes=self.shard_indexes,
                 reader=self._reader, gpu_decode=self.gpu_decode,
+                stream_priority=self.stream_priority,
                 read_budget=self.memory_plan.read_budget if self.memory_plan else 0)
             self._engine_pid = os.getpid()
             with _live_lock:

@@ -164,6 +164,8 @@ class Stream {
   // A stream that does not synchronise with the legacy default stream, at `priority` (CUDA's:
   // lower numbers run first; 0 is the default).
   static Result<Stream> create(int priority = 0);
+  // The priority whose work the current device schedules first (CUDA's greatest).
+  static Result<int> highest_priority();
   Stream() = default;
   Stream(Stream&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
   Stream& operator=(Stream&& o) noexcept {

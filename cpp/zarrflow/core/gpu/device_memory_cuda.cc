@@ -358,6 +358,12 @@ Result<Stream> Stream::create(int priority) {
   return std::move(s);
 }
 
+Result<int> Stream::highest_priority() {
+  int least = 0, greatest = 0;
+  ZF_CUDA_RETURN_IF_ERROR(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  return greatest;
+}
+
 Stream::~Stream() {
   if (s_ != nullptr) cudaStreamDestroy(s_);
 }

@@ -25,11 +25,15 @@ struct DeviceBatchMemory {
 // Each batch in a new block of the reader's device pool (waiting, bounded, for memory other
 // reads give back under zarrflow's limit), read on the worker's own CUDA stream with the host
 // share the engine gives. `options` holds everything else of the reads (pools, caches, decode
-// mode); `watch_pools`: report whether zarrflow's pools allocated while a batch was made.
+// mode); `watch_pools`: report whether zarrflow's pools allocated while a batch was made;
+// `high_priority`: the workers' streams (and the read lanes, which take their priority) at the
+// device's highest priority, so that the decode kernels of a batch are scheduled ahead of the
+// queued kernels of a model on the default priority.
 class DeviceBatchMaker : public BatchMaker {
  public:
   DeviceBatchMaker(BatchRecipe recipe, std::shared_ptr<DeviceReader> reader,
-                   const DeviceReadOptions& options, int device, int workers, bool watch_pools);
+                   const DeviceReadOptions& options, int device, int workers, bool watch_pools,
+                   bool high_priority = false);
   Result<MadeBatch> make(const BatchJob& job, int worker, double host_share) override;
 
  private:
@@ -40,6 +44,7 @@ class DeviceBatchMaker : public BatchMaker {
   const DeviceReadOptions options_;
   const int device_;
   const bool watch_pools_;
+  const bool high_priority_;
   std::vector<Stream> streams_;  // one per worker, made by the worker on its first batch
 };
 

@@ -13,12 +13,13 @@ Status read_batch_on_device(DeviceReader& reader, const BatchRequests& batch,
 
 DeviceBatchMaker::DeviceBatchMaker(BatchRecipe recipe, std::shared_ptr<DeviceReader> reader,
                                    const DeviceReadOptions& options, int device, int workers,
-                                   bool watch_pools)
+                                   bool watch_pools, bool high_priority)
     : recipe_(std::move(recipe)),
       reader_(std::move(reader)),
       options_(options),
       device_(device),
       watch_pools_(watch_pools),
+      high_priority_(high_priority),
       streams_(std::size_t(workers)) {}
 
 std::size_t DeviceBatchMaker::pool_allocations() const {
@@ -31,7 +32,11 @@ Result<MadeBatch> DeviceBatchMaker::make(const BatchJob& job, int worker, double
   ZF_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   Stream& stream = streams_[std::size_t(worker)];
   if (stream.get() == nullptr) {
-    ZF_ASSIGN_OR_RETURN(stream, Stream::create());
+    int priority = 0;
+    if (high_priority_) {
+      ZF_ASSIGN_OR_RETURN(priority, Stream::highest_priority());
+    }
+    ZF_ASSIGN_OR_RETURN(stream, Stream::create(priority));
   }
   // A batch made while the pools grew waited for the driver (pinned pages mapped and
   // registered, cudaMalloc), so its time says nothing about how fast the host threads decode.
