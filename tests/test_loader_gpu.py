@@ -89,7 +89,7 @@ def test_gpu_normalise_and_cast_match_cpu(store):
         assert gpu.stats()["nans"] == cpu.stats()["nans"] > 0
 
 
-@pytest.mark.parametrize("path", ["gpu-decode", "host-decode", "gpu-cache", "high-priority"])
+@pytest.mark.parametrize("path", ["gpu-decode", "host-decode", "gpu-cache", "normal-priority"])
 @pytest.mark.parametrize("crop", [None, {"latitude": (1, 6), "longitude": (2, 9)}],
                          ids=["planes-of-96", "planes-of-35"])
 def test_gpu_normalise_and_cast_are_bit_exact(store, crop, path):
@@ -100,7 +100,7 @@ def test_gpu_normalise_and_cast_are_bit_exact(store, crop, path):
     # CPU loader, which normalises in NumPy after reading float32.
     stats = zarrflow.compute_stats(store, VARS)
     extra = {"host-decode": dict(gpu_decode="off"), "gpu-cache": dict(cache_gb=1),
-             "high-priority": dict(stream_priority="high")}.get(path, {})
+             "normal-priority": dict(stream_priority="normal")}.get(path, {})
     for dtype, view in (("bfloat16", np.uint16), ("float16", np.uint16), ("float32", np.uint32)):
         cpu, gpu = cpu_and_gpu(store, batch_size=4, shuffle=False, normalize=stats, dtype=dtype,
                                crop=crop, **extra)
