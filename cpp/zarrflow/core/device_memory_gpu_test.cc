@@ -1,5 +1,5 @@
 // GpuMemoryPool on a real device: capacity classes and reuse when sizes drift or change, the
-// limit, and trimming what streams have passed.
+// limit, and trimming what streams have passed; streams at the device's highest priority.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -195,6 +195,20 @@ TEST_P(PoolTest, TrimGivesBackWhatTheStreamsHavePassed) {
   EXPECT_EQ(pool.cached_bytes(), 0u);
   EXPECT_EQ(pool.held(), 0u);
   EXPECT_EQ(pool.collect_released(), 0u);
+}
+
+// The loader's streams ask for the device's highest priority; CUDA's greatest is the lowest
+// number (at most 0, the default), and a stream made at it keeps it.
+TEST(StreamTest, AStreamAtTheHighestPriorityHasIt) {
+  if (Status s = device_available(); !s.ok()) GTEST_SKIP() << "no GPU: " << s.message();
+  auto highest = Stream::highest_priority();
+  ASSERT_TRUE(highest.ok()) << highest.status().message();
+  EXPECT_LE(*highest, 0);
+  auto stream = Stream::create(*highest);
+  ASSERT_TRUE(stream.ok()) << stream.status().message();
+  int priority = 1;
+  ASSERT_EQ(cudaStreamGetPriority(stream->get(), &priority), cudaSuccess);
+  EXPECT_EQ(priority, *highest);
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceAndPinned, PoolTest,

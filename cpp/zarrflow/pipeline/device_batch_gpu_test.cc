@@ -67,9 +67,10 @@ class DeviceBatchTest : public ::testing::Test {
     if (const char* lib = std::getenv("ZARRFLOW_NVCOMP_LIBRARY")) set_nvcomp_library({lib});
   }
 
-  std::shared_ptr<DeviceBatchMaker> maker(BatchRecipe recipe, int workers = 1) {
+  std::shared_ptr<DeviceBatchMaker> maker(BatchRecipe recipe, int workers = 1,
+                                          bool high_priority = false) {
     return std::make_shared<DeviceBatchMaker>(std::move(recipe), reader, DeviceReadOptions{}, 0,
-                                              workers, /*watch_pools=*/true);
+                                              workers, /*watch_pools=*/true, high_priority);
   }
 
   // A made batch's bytes, copied down.
@@ -97,16 +98,18 @@ class DeviceBatchTest : public ::testing::Test {
 };
 
 TEST_F(DeviceBatchTest, BatchesEqualTheHostMakersBatches) {
-  for (double share : {0.0, 1.0}) {  // the GPU decodes, or the host threads do
-    auto made = maker(batch_test::recipe(a))->make(batch_test::job(), 0, share);
-    ASSERT_TRUE(made.ok()) << made.status().to_string();
-    EXPECT_EQ(made->device, 0);
-    EXPECT_EQ(made->shape, (Shape{2, 2, 2, 3}));
-    EXPECT_EQ(first_difference(bytes_of(*made),
-                               on_host(batch_test::recipe(a), batch_test::job()).first, false),
-              "")
-        << "host share " << share;
-    EXPECT_GT(made->report.missing, 0);
+  for (bool high_priority : {false, true}) {
+    for (double share : {0.0, 1.0}) {  // the GPU decodes, or the host threads do
+      auto made = maker(batch_test::recipe(a), 1, high_priority)->make(batch_test::job(), 0, share);
+      ASSERT_TRUE(made.ok()) << made.status().to_string();
+      EXPECT_EQ(made->device, 0);
+      EXPECT_EQ(made->shape, (Shape{2, 2, 2, 3}));
+      EXPECT_EQ(first_difference(bytes_of(*made),
+                                 on_host(batch_test::recipe(a), batch_test::job()).first, false),
+                "")
+          << "host share " << share << ", high priority " << high_priority;
+      EXPECT_GT(made->report.missing, 0);
+    }
   }
 }
 

@@ -116,8 +116,9 @@ class Loader:
         - :class:`LoaderOptions` (without ``options``): ``device="auto"``,
           ``output="auto"``, ``dtype="float32"``, ``layout="auto"``, ``prefetch=2``,
           ``workers``, ``missing="fill"``, ``gpu_decode="auto"``,
-          ``host_decode_share="auto"``, ``stream_priority="high"``, ``threads``, ``decode_threads``, ``cache_gb=0``,
-          ``host_cache_gb=0``, ``progress=0``, ``prime_next_epoch=True``.
+          ``host_decode_share="auto"``, ``stream_priority="high"``, ``threads``,
+          ``decode_threads``, ``cache_gb=0``, ``host_cache_gb=0``, ``progress=0``,
+          ``prime_next_epoch=True``.
 
     Yields
     ------
