@@ -41,8 +41,8 @@ if [ ! -f "$stamp" ]; then
     "pytest>=7" "zarr>=3.1" "numcodecs>=0.15" "tensorstore>=0.1.70" "xarray>=2024.10" \
     "moto[server]>=5" "boto3>=1.36" "netCDF4>=1.6" "cftime>=1.6" "dask>=2024.1" "pcodec>=0.3" \
     "icechunk>=1.1,<2" "kerchunk>=0.2.7" "h5py>=3.10" "pyarrow>=14" "pyyaml>=6" \
-    "scipy>=1.10" "fastparquet>=2024.2" "virtualizarr[hdf]>=2.4" \
-    "sphinx>=7.2" "numpydoc>=1.8" "myst-parser>=3" "furo>=2024.1"
+    "scipy>=1.10" "fastparquet>=2024.2" "virtualizarr[hdf]>=2.4" "ruff>=0.6" \
+    "clang-format==14.0.6" "sphinx>=7.2" "numpydoc>=1.8" "myst-parser>=3" "furo>=2024.1"
   touch "$stamp"
 fi
 

@@ -92,7 +92,7 @@ def _write(tmp: Path, name: str, compressors, *, zarr_format=3, shards=None, dty
 
 
 def gpu_codec_stores(tmp: Path) -> dict:
-    zarr = C.require("zarr")
+    C.require("zarr")
     numcodecs = C.require("numcodecs")
     from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCodec
 

@@ -646,10 +646,10 @@ def test_gpu_masks_equal_cpu(masked_store, path):
     # Masks from attributes (int16 packed by a scale only, float32 with xarray's base64
     # _FillValue) and a v2 float32 fill_value 0: float32 with masks keeps the kernel's
     # four-at-a-time rows; NaNs counted alike.
-    for store, names in (("masked.zarr", ["ints", "floats", "zero_fill"]),
-                         ("v2.zarr", ["zero_fill"])):
+    for name, names in (("masked.zarr", ["ints", "floats", "zero_fill"]),
+                        ("v2.zarr", ["zero_fill"])):
         for dtype, view in OUT_VIEWS:
-            cpu, gpu = cpu_and_gpu_of(masked_store.parent / store, names, SOURCE_PATHS[path],
+            cpu, gpu = cpu_and_gpu_of(masked_store.parent / name, names, SOURCE_PATHS[path],
                                       batch_size=2, shuffle=False, dtype=dtype)
             assert_same_bits(cpu, gpu, dtype, view)
             assert gpu.stats()["nans"] == cpu.stats()["nans"] > 0

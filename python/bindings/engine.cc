@@ -195,8 +195,7 @@ std::shared_ptr<BatchMaker> maker_of(BatchRecipe recipe, const EngineArgs& a) {
   opts.read_budget = a.read_budget;
   if (auto* decode = pointer_of<Executor>(a.decode_executor)) opts.decode_pool = &decode->pool;
   return std::make_shared<gpu::DeviceBatchMaker>(std::move(recipe), shared_reader(reader.state),
-                                                 opts, a.device_id, a.workers,
-                                                 !a.balance.is_none(),
+                                                 opts, a.device_id, a.workers, !a.balance.is_none(),
                                                  a.stream_priority == "high");
 #else
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
@@ -286,9 +285,10 @@ void bind_batch_engine(nb::module_& m) {
              nb::object shard_indexes, nb::object reader, std::string gpu_decode,
              std::uint64_t read_budget, std::string stream_priority) {
             if (stream_priority != "normal" && stream_priority != "high")
-              throw StatusError(invalid_argument("batch engine: stream_priority must be "
-                                                 "'normal' or 'high', got '" +
-                                                 stream_priority + "'"));
+              throw StatusError(
+                  invalid_argument("batch engine: stream_priority must be "
+                                   "'normal' or 'high', got '" +
+                                   stream_priority + "'"));
             EngineArgs a;
             a.arrays = std::move(arrays);
             a.dtype = std::move(dtype);

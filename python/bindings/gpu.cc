@@ -390,9 +390,8 @@ void bind_gpu(nb::module_& m) {
   m.def("set_zstd_decoder", [](const std::string& name) {
     gpu::ZstdDecoder d;
     if (!gpu::parse_zstd_decoder(name, &d))
-      throw nb::value_error(("zstd decoder must be 'auto', 'zarrflow' or 'nvcomp', got '" + name +
-                             "'")
-                                .c_str());
+      throw nb::value_error(
+          ("zstd decoder must be 'auto', 'zarrflow' or 'nvcomp', got '" + name + "'").c_str());
     gpu::set_zstd_decoder(d);
   });
   m.def("zstd_decoder_used", [](bool nvcomp_loaded) {

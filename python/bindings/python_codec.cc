@@ -4,10 +4,10 @@
 // GIL: the factory (at array open) and every decode acquire the GIL themselves, from whichever
 // thread the codec layer calls them on. That is safe because every binding that opens arrays or
 // reads chunks releases the GIL before it waits on zarrflow's threads (array.cc, gpu.cc,
-// pipeline.cc), so no thread holds the GIL while waiting on one that needs it. Decodes on several threads run in parallel
-// where the Python codec releases the GIL while it works. The stored bytes reach Python as a
-// read-only memoryview (no copy); the result is copied once, straight into the destination when
-// the chunk is read whole.
+// pipeline.cc), so no thread holds the GIL while waiting on one that needs it. Decodes on several
+// threads run in parallel where the Python codec releases the GIL while it works. The stored bytes
+// reach Python as a read-only memoryview (no copy); the result is copied once, straight into the
+// destination when the chunk is read whole.
 #include "python_codec.h"
 
 #include <nanobind/nanobind.h>

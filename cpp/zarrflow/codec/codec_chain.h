@@ -57,7 +57,8 @@ class CodecChain {
   // nothing is copied); the result addresses the chunk as the array→bytes codec sees it.
   void to_encoded(Selection& sel, StridedView& dest) const;
   [[nodiscard]] const ChunkSpec& array_to_bytes_spec() const { return a2b_spec_; }
-  [[nodiscard]] const std::vector<std::shared_ptr<const BytesToBytesCodec>>& bytes_to_bytes() const {
+  [[nodiscard]] const std::vector<std::shared_ptr<const BytesToBytesCodec>>& bytes_to_bytes()
+      const {
     return b2b_;
   }
   // The leaf reads of a partial read (see ArrayToBytesCodec::plan_partial_read); requires

@@ -91,9 +91,10 @@ inline void expect_corrupt_streams_rejected(const BytesToBytesCodec& codec, cons
 // `iterations` copies of `enc` (the stream of `decoded_size` bytes) with a few random bytes
 // overwritten and, every other time, cut at a random length, decoded with the size known or not:
 // each decodes or fails with one of `allowed` (kCorruptData unless told), never crashes.
-inline void expect_mutated_streams_fail_cleanly(
-    const BytesToBytesCodec& codec, const Bytes& enc, std::size_t decoded_size, int iterations,
-    std::initializer_list<ErrorCode> allowed = {ErrorCode::kCorruptData}) {
+inline void expect_mutated_streams_fail_cleanly(const BytesToBytesCodec& codec, const Bytes& enc,
+                                                std::size_t decoded_size, int iterations,
+                                                std::initializer_list<ErrorCode> allowed = {
+                                                    ErrorCode::kCorruptData}) {
   std::mt19937 rng(5);
   for (int i = 0; i < iterations; ++i) {
     Bytes in = enc;
@@ -101,7 +102,8 @@ inline void expect_mutated_streams_fail_cleanly(
     in.resize(rng() % 2 ? in.size() : rng() % in.size());
     const ErrorCode c =
         decode_error(codec, in, i % 2 ? std::optional<std::size_t>(decoded_size) : std::nullopt);
-    EXPECT_TRUE(c == ErrorCode::kOk || std::find(allowed.begin(), allowed.end(), c) != allowed.end())
+    EXPECT_TRUE(c == ErrorCode::kOk ||
+                std::find(allowed.begin(), allowed.end(), c) != allowed.end())
         << static_cast<int>(c);
   }
 }

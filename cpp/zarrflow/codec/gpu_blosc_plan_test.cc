@@ -550,15 +550,16 @@ TEST(GpuBloscPlan, FuzzPlannerAndDriver) {
     for (int shuffle : {BLOSC_NOSHUFFLE, BLOSC_SHUFFLE, BLOSC_BITSHUFFLE})
       for (int ts : {1, 4, 3}) {
         const std::size_t n = 200 + (seed * 7919) % 30000;
-        corpus.push_back(blosc_compress(make_data(static_cast<int>(seed % 3), n, seed), cname, shuffle,
-                                  ts, seed % 2 ? 0 : 2048, 5));
+        corpus.push_back(blosc_compress(make_data(static_cast<int>(seed % 3), n, seed), cname,
+                                        shuffle, ts, seed % 2 ? 0 : 2048, 5));
         ++seed;
       }
   blosc_set_splitmode(BLOSC_ALWAYS_SPLIT);  // more streams per block
   corpus.push_back(blosc_compress(make_data(0, 20000, 5), "lz4", BLOSC_SHUFFLE, 4, 4096, 5));
   corpus.push_back(blosc_compress(make_data(0, 20000, 5), "blosclz", BLOSC_BITSHUFFLE, 8, 8192, 5));
   blosc_set_splitmode(BLOSC_FORWARD_COMPAT_SPLIT);
-  corpus.push_back(blosc_compress(make_data(3, 3000, 5), "lz4", BLOSC_SHUFFLE, 4, 1024, 5));  // memcpyed
+  corpus.push_back(
+      blosc_compress(make_data(3, 3000, 5), "lz4", BLOSC_SHUFFLE, 4, 1024, 5));  // memcpyed
 
   std::mt19937 rng(99);
   int planned = 0, decoded = 0, both_ok = 0, only_cblosc = 0, only_ours = 0;

@@ -17,9 +17,9 @@ namespace {
 
 using codec_test::Bytes;
 using codec_test::expect_decodes;
+using codec_test::from_hex;
 using codec_test::make;
 using codec_test::sample;
-using codec_test::from_hex;
 
 // numcodecs.lz4.compress: 4-byte little-endian size, then LZ4_compress_fast's block.
 Bytes compress(const Bytes& src, int acceleration = 1) {

@@ -37,9 +37,7 @@ namespace zarrflow {
 namespace {
 
 #ifdef __linux__
-int thread_niceness() {
-  return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
-}
+int thread_niceness() { return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))); }
 
 TEST(ThreadPool, NiceLowersOnlyThePoolThreads) {
   const int caller = thread_niceness();

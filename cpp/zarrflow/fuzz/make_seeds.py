@@ -93,8 +93,6 @@ def compressor_seeds(s: Seeds) -> None:
 
 
 def filter_seeds(s: Seeds) -> None:
-    ints = ["|i1", "|u1", "<i2", ">i2", "<u4", "<i8", ">u8"]
-    floats = ["<f2", ">f4", "<f4", "<f8", ">f8"]
     for dtype, astype in [("<i4", "<i2"), ("<i8", "|u1"), ("<f8", "<f4"), ("|u1", "|u1"),
                           (">i2", "<i2"), ("<f4", "<f2"), ("<u2", "<i8")]:
         a = np.arange(64, dtype=dtype) * 3

@@ -52,9 +52,8 @@ std::string first_difference(std::span<const std::byte> got, std::span<const std
       std::memcpy(&w, want.data() + at, 4);
       if (std::isnan(g) && std::isnan(w)) continue;
     }
-    return "first difference at byte " + std::to_string(at) + " of " +
-           std::to_string(got.size()) + ": got " + element_at(got, at) + ", expected " +
-           element_at(want, at);
+    return "first difference at byte " + std::to_string(at) + " of " + std::to_string(got.size()) +
+           ": got " + element_at(got, at) + ", expected " + element_at(want, at);
   }
   return "";
 }
@@ -116,9 +115,9 @@ TEST_F(DeviceBatchTest, BatchesEqualTheHostMakersBatches) {
 // Every element's bits but the NaNs' (as the GPU loader's Python tests compare batches): a
 // float32 NaN is written as each side's arithmetic leaves it. The masked fill value of the
 // missing chunk becomes the quiet NaN 0x7fc00000, and (NaN - mean) * inv_std keeps that payload
-// on the host (SSE and NEON arithmetic returns the NaN operand) while the GPU returns its one canonical NaN,
-// 0x7fffffff. (16-bit outputs write 0x7fff on both: transform.h.) NaNs must still sit at the
-// same places, and be counted alike.
+// on the host (SSE and NEON arithmetic returns the NaN operand) while the GPU returns its one
+// canonical NaN, 0x7fffffff. (16-bit outputs write 0x7fff on both: transform.h.) NaNs must still
+// sit at the same places, and be counted alike.
 TEST_F(DeviceBatchTest, NormalisedBatchesCarryTheHostMakersBits) {
   BatchRecipe r = batch_test::recipe(a);
   r.dtype = DataType{DTypeKind::kFloat, 4};

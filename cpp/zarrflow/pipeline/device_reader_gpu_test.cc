@@ -19,11 +19,11 @@
 #include "zarrflow/codec/codec_test_util.h"
 #include "zarrflow/codec/crc32c.h"
 #include "zarrflow/codec/gpu/blosc_plan.h"
-#include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/codec/gpu/kernels.h"
+#include "zarrflow/codec/gpu/nvcomp.h"
 #include "zarrflow/codec/gpu/zstd_jobs.h"
-#include "zarrflow/pipeline/gpu/read_plan.h"
 #include "zarrflow/pipeline/gpu/device_reader.h"
+#include "zarrflow/pipeline/gpu/read_plan.h"
 #include "zarrflow/store/memory_store.h"
 #include "zarrflow/zarr/hierarchy.h"
 
@@ -1070,16 +1070,15 @@ TEST_F(DeviceReadTest, EveryNumberOfLanesReadsTheSame) {
 // decodes stay on the host. Same bytes at every share.
 TEST_F(DeviceReadTest, StagedBytesGoUpWhileThePieceIsRead) {
   std::vector<std::pair<std::string, std::function<Bytes(const Bytes&)>>> cases{
-      {kBloscLz4, [](const Bytes& raw) { return blosc(raw, "lz4", 1, 0); }},
-      {kBytes, identity}};
+      {kBloscLz4, [](const Bytes& raw) { return blosc(raw, "lz4", 1, 0); }}, {kBytes, identity}};
   if (Nvcomp::get().ok())
     cases.emplace_back(R"([{"name": "bytes", "configuration": {"endian": "little"}},
                          {"name": "zstd", "configuration": {"level": 3, "checksum": false}}])",
                        zstd);
   for (const auto& [codecs, encode] : cases) {
     SCOPED_TRACE(codecs);
-    const FieldStore fs =
-        field_store(24, codecs, [](int t, int k) { return float((t * 31 + k) % 977); }, encode);
+    const FieldStore fs = field_store(
+        24, codecs, [](int t, int k) { return float((t * 31 + k) % 977); }, encode);
     const auto owner = open_array(fs.store, "z");
     ThreadPool pool(4);
     DeviceReader reader;
@@ -1134,8 +1133,8 @@ TEST_F(DeviceReadTest, UncompressedChunksWaitForTheHostChecksUnlessWholeAndUnche
     DeviceReader reader;
     DeviceReadOptions opt;
     opt.pool = &pool;
-    for (const Selection& sel : {Selection::full({6, kSide, kSide}),
-                                 Selection{{0, 1, 0}, {6, 200, kSide}, {1, 1, 1}}}) {
+    for (const Selection& sel :
+         {Selection::full({6, kSide, kSide}), Selection{{0, 1, 0}, {6, 200, kSide}, {1, 1, 1}}}) {
       DeviceReadReport report;
       const BothReads r = read_on_cpu_and_gpu(*owner, sel, reader, opt, &report);
       ASSERT_TRUE(r.status.ok()) << r.status.to_string();

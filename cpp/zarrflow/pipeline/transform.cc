@@ -45,7 +45,8 @@ inline std::uint16_t f16(float y) {
   const std::uint32_t u = bits(y), a = u & 0x7fffffffu;
   const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
   const auto round_shift = [](std::uint32_t v, int shift) {  // v >> shift, ties to even
-    const std::uint32_t kept = v >> shift, rest = v & ((1u << shift) - 1u), half = 1u << (shift - 1);
+    const std::uint32_t kept = v >> shift, rest = v & ((1u << shift) - 1u),
+                        half = 1u << (shift - 1);
     return kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
   };
   if (a > 0x7f800000u) return 0x7fff;                   // NaN

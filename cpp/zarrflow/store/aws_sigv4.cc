@@ -92,7 +92,8 @@ std::vector<std::string> sigv4_headers(const SigV4Request& req, const AwsCredent
   std::vector<std::pair<std::string, std::string>> headers = {
       {"host", req.host}, {"x-amz-content-sha256", kEmptyPayload}, {"x-amz-date", amz_date}};
   if (!req.range.empty()) headers.emplace_back("range", req.range);
-  if (!creds.session_token.empty()) headers.emplace_back("x-amz-security-token", creds.session_token);
+  if (!creds.session_token.empty())
+    headers.emplace_back("x-amz-security-token", creds.session_token);
   std::sort(headers.begin(), headers.end());
   std::string canonical_headers, signed_headers;
   for (const auto& [k, v] : headers) {

@@ -26,10 +26,10 @@ struct SigV4Request {
   std::string host;           // as sent in the Host header, with ":port" when not the default
   std::string canonical_uri;  // path, already URI-encoded ("/bucket/a%20b/c/0")
   std::vector<std::pair<std::string, std::string>> query;  // raw (unencoded) names and values
-  std::string range;          // "bytes=0-9", or empty
-  std::string region;         // "us-east-1"; "auto" for GCS
+  std::string range;                                       // "bytes=0-9", or empty
+  std::string region;                                      // "us-east-1"; "auto" for GCS
   std::string service = "s3";
-  std::time_t when = 0;       // request time (UTC seconds)
+  std::time_t when = 0;  // request time (UTC seconds)
 };
 
 // The headers to add ("name: value"): x-amz-date, x-amz-content-sha256, x-amz-security-token

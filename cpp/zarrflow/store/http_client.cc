@@ -63,9 +63,9 @@ struct Attempt : ResponseHeaders {
   BufferPool* pool = nullptr;
   std::optional<ByteRange> range;
   bool head = false;
-  std::uint64_t bound = 0;        // kWhole: most body bytes (caller's or max_object_bytes)
-  bool bound_is_callers = false;  // the caller's bound for this value (Content-Length may size it)
-  std::uint64_t max_object = 0;   // kTail: most bytes of the whole value read through
+  std::uint64_t bound = 0;         // kWhole: most body bytes (caller's or max_object_bytes)
+  bool bound_is_callers = false;   // the caller's bound for this value (Content-Length may size it)
+  std::uint64_t max_object = 0;    // kTail: most bytes of the whole value read through
   std::uint64_t header_bytes = 0;  // all header lines so far (what they said: ResponseHeaders)
   // The body.
   bool body_started = false;
@@ -427,8 +427,8 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& req, BodySink& sink,
     a.range = req.range;
     a.head = head;
     // The tighter of the caller's bound (a chunk's largest encoded size) and max_object_bytes.
-    a.bound = std::min(req.max_body_bytes.value_or(options_.max_object_bytes),
-                       options_.max_object_bytes);
+    a.bound =
+        std::min(req.max_body_bytes.value_or(options_.max_object_bytes), options_.max_object_bytes);
     a.bound_is_callers = req.max_body_bytes.has_value() && a.bound < options_.max_object_bytes;
     a.max_object = options_.max_object_bytes;
     std::unique_ptr<curl_slist, SlistDeleter> headers;

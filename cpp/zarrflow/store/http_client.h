@@ -74,11 +74,11 @@ struct HttpRequest {
 
 struct HttpResponse {
   long status = 0;
-  std::uint64_t body_bytes = 0;             // bytes delivered to the sink
-  std::optional<std::uint64_t> total_size;  // of the whole value (Content-Range, -Length, or
-                                            // counted when a whole body was read)
-  std::string error_body;                   // first 4 KiB of a non-2xx body
-  std::string etag;                         // ETag header, quotes stripped ("" when none)
+  std::uint64_t body_bytes = 0;                 // bytes delivered to the sink
+  std::optional<std::uint64_t> total_size;      // of the whole value (Content-Range, -Length, or
+                                                // counted when a whole body was read)
+  std::string error_body;                       // first 4 KiB of a non-2xx body
+  std::string etag;                             // ETag header, quotes stripped ("" when none)
   std::optional<std::int64_t> last_modified_s;  // Last-Modified, seconds since the epoch
   int attempts = 0;
 };

@@ -19,7 +19,8 @@ std::vector<MergedRange> coalesce_ranges(std::span<const ByteRange> ranges,
       MergedRange& m = out.back();
       const std::uint64_t end = m.offset + m.length;
       const std::uint64_t new_end = std::max(end, r.offset + r.length);
-      if (r.offset <= end + options.max_gap_bytes && new_end - m.offset <= options.max_merged_bytes) {
+      if (r.offset <= end + options.max_gap_bytes &&
+          new_end - m.offset <= options.max_merged_bytes) {
         m.length = new_end - m.offset;
         m.parts.push_back(i);
         continue;

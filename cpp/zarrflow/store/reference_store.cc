@@ -142,9 +142,9 @@ Result<std::optional<Buffer>> ReferenceStore::get(std::string_view key,
   ZF_ASSIGN_OR_RETURN(auto ref, reference(key));
   if (!ref) return std::optional<Buffer>();
   // A reference states its size (inline bytes, or a range): refuse it before reading.
-  const std::optional<std::uint64_t> size =
-      ref->kind == ChunkReference::Kind::kInline ? std::optional(ref->inline_bytes.size())
-                                                 : ref->length;
+  const std::optional<std::uint64_t> size = ref->kind == ChunkReference::Kind::kInline
+                                                ? std::optional(ref->inline_bytes.size())
+                                                : ref->length;
   if (size && *size > max_size) return value_too_large(describe_key(key), *size, max_size);
   if (ref->kind == ChunkReference::Kind::kInline)
     return std::optional(Buffer::copy_of(ref->inline_bytes));

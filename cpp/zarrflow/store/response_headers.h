@@ -13,13 +13,13 @@
 namespace zarrflow {
 
 struct ResponseHeaders {
-  long status = 0;                                     // 0 until a three-digit status line
-  std::optional<std::uint64_t> content_length;         // Content-Length
+  long status = 0;                                      // 0 until a three-digit status line
+  std::optional<std::uint64_t> content_length;          // Content-Length
   std::optional<std::uint64_t> range_start, range_end;  // Content-Range: bytes a-b/total (both
   std::optional<std::uint64_t> total_size;              // or neither), total when a number
-  std::optional<double> retry_after;                   // Retry-After, in seconds
-  std::string etag;                                    // ETag without W/ and quotes (≤ 1 KiB)
-  std::optional<std::int64_t> last_modified_s;         // Last-Modified, seconds since the epoch
+  std::optional<double> retry_after;                    // Retry-After, in seconds
+  std::string etag;                                     // ETag without W/ and quotes (≤ 1 KiB)
+  std::optional<std::int64_t> last_modified_s;          // Last-Modified, seconds since the epoch
 };
 
 // Folds one header line (CR/LF line ending included or not) into `h`. A status line

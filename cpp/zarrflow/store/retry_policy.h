@@ -10,8 +10,8 @@
 namespace zarrflow {
 
 struct RetryPolicy {
-  int max_attempts = 8;          // including the first
-  double base_delay_s = 0.05;    // cap of the first retry's delay
+  int max_attempts = 8;        // including the first
+  double base_delay_s = 0.05;  // cap of the first retry's delay
   double max_delay_s = 8.0;
 
   // The cap of the delay before attempt `attempt` (2, 3, ...): base * 2^(attempt - 2), bounded.

@@ -42,7 +42,8 @@ Result<std::optional<Store::Tail>> Store::get_tail(std::string_view key,
 }
 
 Result<std::optional<ValueVersion>> Store::version(std::string_view key) const {
-  return unimplemented(describe_key(key) + ": this store keeps no version (ETag or modification "
+  return unimplemented(describe_key(key) +
+                       ": this store keeps no version (ETag or modification "
                        "time) of its values");
 }
 

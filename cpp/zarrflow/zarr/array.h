@@ -41,8 +41,8 @@ struct OpenLimits {
 };
 
 struct ReadOptions {
-  ThreadPool* pool = nullptr;     // chunk-parallel decode; null = the calling thread only
-  BufferPool* buffers = nullptr;  // scratch for decompression; null = plain allocations
+  ThreadPool* pool = nullptr;             // chunk-parallel decode; null = the calling thread only
+  BufferPool* buffers = nullptr;          // scratch for decompression; null = plain allocations
   ShardIndexes* shard_indexes = nullptr;  // optional: shard indexes kept across reads
   ReadCounters* counters = nullptr;       // optional: chunks, missing ones, stored bytes read
 };

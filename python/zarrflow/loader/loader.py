@@ -539,7 +539,7 @@ class Loader:
         loader says it."""
         try:
             return engine.take(run.id)
-        except RuntimeError as e:  # the binding's "pass dropped, or its batch engine closed"
+        except RuntimeError:  # the binding's "pass dropped, or its batch engine closed"
             if engine is self._engine:  # this loader's engine: a real error
                 raise
             raise RuntimeError("zarrflow: this Loader was closed while this pass was being "

@@ -236,11 +236,11 @@ def _write_wb2(path: Path, spec: SynthSpec, progress: Progress) -> list[str]:
     makers = _makers(spec)
     field_bytes = spec.nlat * spec.nlon * 4
     for t, fields in _fields_by_step(makers, spec.ntime):
-        for (name, lev), field in zip(spec.channels(), fields):
+        for (name, lev), values in zip(spec.channels(), fields):
             if lev is None:
-                arrays[name][t] = field
+                arrays[name][t] = values
             else:
-                arrays[name][t, spec.levels.index(lev)] = field
+                arrays[name][t, spec.levels.index(lev)] = values
             progress.update(1, field_bytes)
     zarr.consolidate_metadata(str(path))
     return list(arrays)

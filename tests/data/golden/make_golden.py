@@ -21,8 +21,7 @@ from pathlib import Path
 import numcodecs
 import numpy as np
 import zarr
-from zarr.codecs import (BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec,
-                         TransposeCodec, ZstdCodec)
+from zarr.codecs import BloscCodec, BytesCodec, GzipCodec, TransposeCodec, ZstdCodec
 
 HERE = Path(__file__).resolve().parent
 

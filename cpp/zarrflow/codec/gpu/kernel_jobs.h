@@ -34,7 +34,7 @@ enum KernelError : int {
   kErrBadOffset = -3,     // match offset points before the output start
   kErrSizeMismatch = -4,  // decoded a different number of bytes than expected
   kErrUnknownKind = -5,
-  kErrChecksum = -9,  // the decoded bytes do not match the stream's checksum
+  kErrChecksum = -9,      // the decoded bytes do not match the stream's checksum
   kErrCorrupt = -10,      // malformed zstd frame
   kErrUnsupported = -11,  // a zstd frame left to the host (zstd_frame.h)
 };

@@ -104,8 +104,7 @@ Status check_gpu_item(Item& it, const std::byte* staged, const GpuDecoders& gpu)
                   "numcodecs LZ4 chunks over 1 MiB are single LZ4 blocks, which the host threads "
                   "decode several times faster than one GPU warp each (gpu_decode='on' keeps "
                   "them on the GPU)");
-  if (codec == GpuCodec::kDeflate && !gpu.nvcomp)
-    return to_cpu(it, gpu.nvcomp_missing);
+  if (codec == GpuCodec::kDeflate && !gpu.nvcomp) return to_cpu(it, gpu.nvcomp_missing);
   if (codec == GpuCodec::kBlosc) return check_blosc(it, stored, n, gpu);
   return {};
 }

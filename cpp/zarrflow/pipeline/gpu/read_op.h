@@ -44,8 +44,8 @@ namespace zarrflow::gpu {
 struct Batch {
   std::vector<std::size_t> items;  // indices into the read's items
   cudaStream_t stream = nullptr;   // the read's lane its GPU work goes to
-  GpuBuffer staging;   // pinned compressed bytes
-  GpuBuffer cpu_host;  // pinned CPU-decoded blocks
+  GpuBuffer staging;               // pinned compressed bytes
+  GpuBuffer cpu_host;              // pinned CPU-decoded blocks
   // Pinned blocks the host normalised and cast (Item::host_tf): uncompressed chunks converted
   // as they were read (fetch), CPU-decoded blocks (prepare).
   GpuBuffer host_read, host_out;
@@ -169,8 +169,8 @@ class ReadOp {
   GpuMemoryPool& pinned_;
   GpuMemoryPool& device_;
   StreamLender& lender_;
-  int streams_;      // asked for; take_lanes() decides how many the read uses
-  ReadLanes lanes_;  // destroyed after the pieces below: given back once they are done
+  int streams_;          // asked for; take_lanes() decides how many the read uses
+  ReadLanes lanes_;      // destroyed after the pieces below: given back once they are done
   ReadLanes copy_lane_;  // one stream: the copies made while a piece is read
   std::vector<Item> items_;
   ChainPrograms programs_;

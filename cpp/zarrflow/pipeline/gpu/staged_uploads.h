@@ -55,9 +55,9 @@ class StagedUploads {
   std::vector<bool> done_;
   std::uint64_t min_step_;
   std::uint64_t total_ = 0;
-  std::size_t prefix_ = 0;      // items [0, prefix_) are read
-  std::size_t next_slot_ = 0;   // first item whose slot was not returned yet
-  std::uint64_t pending_ = 0;   // uploaded bytes of items [next_slot_, prefix_)
+  std::size_t prefix_ = 0;     // items [0, prefix_) are read
+  std::size_t next_slot_ = 0;  // first item whose slot was not returned yet
+  std::uint64_t pending_ = 0;  // uploaded bytes of items [next_slot_, prefix_)
   std::uint64_t returned_ = 0;
 };
 

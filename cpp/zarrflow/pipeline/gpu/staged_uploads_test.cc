@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <numeric>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -54,10 +54,8 @@ TEST(StagedUploads, WaitsForMinStepUnlessThePieceIsComplete) {
 
 TEST(StagedUploads, HostSlotsSplitRangesAndItemsWithoutSlotsDoNot) {
   std::vector<Slot> slots = {
-      {0, 100, true},
-      {4096, 4096, false},  // a fill: no slot
-      {4096, 4196, true},
-      {8192, 8292, false},  // decoded on the host: stays
+      {0, 100, true},       {4096, 4096, false},  // a fill: no slot
+      {4096, 4196, true},   {8192, 8292, false},  // decoded on the host: stays
       {12288, 12388, true},
   };
   StagedUploads up(slots, 1);
