@@ -60,6 +60,7 @@ nb::dict read_on_host(const BatchRequests& batch, const BatchOptions& o) {
   out["missing"] = report.missing;
   out["gpu_decoded"] = 0;
   out["cpu_decoded"] = report.cpu_decoded;
+  out["deduplicated"] = report.deduplicated;
   out["stored_bytes"] = report.stored_bytes;
   if (!batch.transforms.empty()) out["nans"] = report.nans;
   return out;

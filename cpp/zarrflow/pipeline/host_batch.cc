@@ -1,34 +1,62 @@
 #include "zarrflow/pipeline/host_batch.h"
 
-#include <atomic>
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 namespace zarrflow {
 namespace {
 
-Status read_transformed(std::span<const ReadRequest> requests,
-                        std::span<const ElementTransform> transforms, const ReadOptions& options,
-                        std::uint64_t* nans) {
-  ThreadPool* pool = options.pool;  // as read_many: a remote store's requests on its I/O pool
-  if (!requests.empty() && requests.front().array->store().io_pool() != nullptr)
-    pool = requests.front().array->store().io_pool();
-  std::atomic<std::uint64_t> found{0};
-  Status s = parallel_for(pool, requests.size(), [&](std::size_t i) -> Status {
+bool same_transform(const ElementTransform& a, const ElementTransform& b) {
+  return a.out == b.out && a.mean == b.mean && a.inv_std == b.inv_std && a.in == b.in &&
+         a.packed == b.packed && a.masks == b.masks && a.scale == b.scale &&
+         std::signbit(a.offset) == std::signbit(b.offset) && a.offset == b.offset &&
+         std::equal(std::begin(a.mask), std::end(a.mask), std::begin(b.mask));
+}
+
+// The request each one copies its values from: itself when it reads, else the first request
+// that reads the same region of the same array through the same transform into a destination of
+// the same shape (x at t+1 and y at t of neighbouring samples).
+std::vector<std::size_t> first_readers(std::span<const ReadRequest> requests,
+                                       std::span<const ElementTransform> transforms) {
+  std::vector<std::size_t> first(requests.size());
+  std::unordered_map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
     const ReadRequest& r = requests[i];
-    const std::int64_t elem = in_type_size(transforms[i].in);
-    std::int64_t n = 1;
-    for (auto c : r.region.count) n *= c;
-    if (n == 0) return {};
-    Buffer block = options.buffers != nullptr ? options.buffers->acquire(std::size_t(n * elem))
-                                              : Buffer(std::size_t(n * elem));
-    const StridedView staged{block.data(), r.region.count, c_strides(r.region.count, elem)};
-    ZF_RETURN_IF_ERROR(r.array->read(r.region, staged, options));
-    found += normalize_cast_strided(block.data(), r.dest.data, int(r.dest.shape.size()),
-                                    r.dest.shape.data(), r.dest.strides.data(), transforms[i]);
-    return {};
-  });
-  *nans = found.load();
-  return s;
+    std::string key(reinterpret_cast<const char*>(&r.array), sizeof r.array);
+    for (const Shape* v : {&r.region.start, &r.region.count, &r.region.step, &r.dest.shape}) {
+      key.append(reinterpret_cast<const char*>(v->data()), v->size() * sizeof(std::int64_t));
+      key.push_back('|');
+    }
+    const auto [at, inserted] = seen.try_emplace(std::move(key), i);
+    const bool copies =
+        !inserted && (transforms.empty() || same_transform(transforms[at->second], transforms[i]));
+    first[i] = copies ? at->second : i;
+  }
+  return first;
+}
+
+// Reads request i (through transforms[i] when there are transforms) with its own counters.
+Status read_one(const ReadRequest& r, const ElementTransform* tf, ReadOptions options,
+                ReadCounters* counters, std::uint64_t* nans) {
+  options.counters = counters;
+  if (tf == nullptr) return r.array->read(r.region, r.dest, options);
+  const std::int64_t elem = in_type_size(tf->in);
+  std::int64_t n = 1;
+  for (auto c : r.region.count) n *= c;
+  if (n == 0) return {};
+  // Read into a scratch block of the array's type (in this thread's cache), transformed from there.
+  Buffer block = options.buffers != nullptr ? options.buffers->acquire(std::size_t(n * elem))
+                                            : Buffer(std::size_t(n * elem));
+  const StridedView staged{block.data(), r.region.count, c_strides(r.region.count, elem)};
+  ZF_RETURN_IF_ERROR(r.array->read(r.region, staged, options));
+  *nans = normalize_cast_strided(block.data(), r.dest.data, int(r.dest.shape.size()),
+                                 r.dest.shape.data(), r.dest.strides.data(), *tf);
+  return {};
 }
 
 std::uint64_t float32_nans(const void* data, std::int64_t n) {
@@ -46,18 +74,44 @@ Status read_batch_on_host(std::span<const ReadRequest> requests,
   if (!transforms.empty() && transforms.size() != requests.size())
     return invalid_argument(std::to_string(transforms.size()) + " element transforms for " +
                             std::to_string(requests.size()) + " requests");
-  ReadCounters counters;
-  options.counters = &counters;
-  std::uint64_t nans = 0;
-  ZF_RETURN_IF_ERROR(transforms.empty() ? read_many(requests, options)
-                                        : read_transformed(requests, transforms, options, &nans));
-  if (report != nullptr) {
-    report->chunks = counters.chunks.load();
-    report->missing = counters.missing.load();
-    report->cpu_decoded = report->chunks - report->missing;
-    report->stored_bytes = counters.stored_bytes.load();
-    report->nans = nans;
+  const std::size_t n = requests.size();
+  const std::vector<std::size_t> first = first_readers(requests, transforms);
+  std::vector<std::size_t> readers, copies;
+  for (std::size_t i = 0; i < n; ++i) (first[i] == i ? readers : copies).push_back(i);
+  // As read_many: a remote store's requests mostly wait on the network, on its I/O pool.
+  ThreadPool* pool = options.pool;
+  if (n > 0 && requests.front().array->store().io_pool() != nullptr)
+    pool = requests.front().array->store().io_pool();
+  std::unique_ptr<ReadCounters[]> counters(new ReadCounters[n]);
+  std::vector<std::uint64_t> nans(n, 0);
+  ZF_RETURN_IF_ERROR(parallel_for(pool, readers.size(), [&](std::size_t k) -> Status {
+    const std::size_t i = readers[k];
+    return read_one(requests[i], transforms.empty() ? nullptr : &transforms[i], options,
+                    &counters[i], &nans[i]);
+  }));
+  ZF_RETURN_IF_ERROR(parallel_for(options.pool, copies.size(), [&](std::size_t k) -> Status {
+    const ReadRequest& to = requests[copies[k]];
+    const ReadRequest& from = requests[first[copies[k]]];
+    const std::size_t elem =
+        transforms.empty() ? from.array->dtype().size : out_type_size(transforms[copies[k]].out);
+    copy_strided(from.dest.data, from.dest.strides, to.dest.data, to.dest.strides, to.dest.shape,
+                 elem);
+    return {};
+  }));
+  if (report == nullptr) return {};
+  *report = HostBatchReport{};
+  for (std::size_t i = 0; i < n; ++i) {
+    // A copy counts what its first reader read (chunks, missing ones, stored bytes and NaNs
+    // written), as the GPU reader counts a request it served from another's chunks; its stored
+    // chunks count as deduplicated, not decoded.
+    const ReadCounters& c = counters[first[i]];
+    report->chunks += c.chunks.load();
+    report->missing += c.missing.load();
+    report->stored_bytes += c.stored_bytes.load();
+    report->nans += nans[first[i]];
+    if (first[i] != i) report->deduplicated += c.chunks.load() - c.missing.load();
   }
+  report->cpu_decoded = report->chunks - report->missing - report->deduplicated;
   return {};
 }
 
@@ -77,6 +131,7 @@ Result<MadeBatch> HostBatchMaker::make(const BatchJob& job, int /*worker*/, doub
   out.report.chunks = report.chunks;
   out.report.missing = report.missing;
   out.report.cpu_decoded = report.cpu_decoded;
+  out.report.deduplicated = report.deduplicated;
   out.report.stored_bytes = report.stored_bytes;
   const bool float32 = recipe_.dtype.kind == DTypeKind::kFloat && recipe_.dtype.size == 4;
   if (recipe_.mean_std)

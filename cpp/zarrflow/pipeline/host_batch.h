@@ -15,14 +15,18 @@ namespace zarrflow {
 struct HostBatchReport {
   std::int64_t chunks = 0;       // leaf chunks read (inner chunks of shards count one each)
   std::int64_t missing = 0;      // filled with the fill value
-  std::int64_t cpu_decoded = 0;  // decoded by the host threads: every chunk that is stored
+  std::int64_t cpu_decoded = 0;  // decoded by the host threads: every stored chunk read
+  // Stored chunks of requests that read what an earlier request of the batch read (the same
+  // region of the same array through the same transform): copied from its destination instead.
+  std::int64_t deduplicated = 0;
   std::uint64_t stored_bytes = 0;
   std::uint64_t nans = 0;  // NaN elements written by requests with an ElementTransform
 };
 
 // Reads `requests` (host destinations); `transforms` is empty or one per request. Each
 // transformed request is read into a scratch block of the array's type (in the reading thread's
-// cache) and transformed from there into its destination.
+// cache) and transformed from there into its destination. A request for what an earlier one
+// reads (same array, region and transform) copies that one's destination once it is read.
 Status read_batch_on_host(std::span<const ReadRequest> requests,
                           std::span<const ElementTransform> transforms, ReadOptions options,
                           HostBatchReport* report);

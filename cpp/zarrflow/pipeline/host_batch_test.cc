@@ -74,6 +74,63 @@ TEST(HostBatch, TransformedRequestsCountTheirNaNs) {
   EXPECT_EQ(read_batch_on_host(requests, two, {}, &report).code(), ErrorCode::kInvalidArgument);
 }
 
+// A request for a region an earlier request of the batch reads (same array, same transform) is
+// copied from that one's destination; it counts what that one read, its stored chunks as
+// deduplicated rather than decoded.
+TEST(HostBatch, RequestsForTheSameRegionReadItOnce) {
+  Arrays a;
+  const Selection region{{1, 2}, {3, 4}, {1, 1}};  // four chunks of zstd, (1, 1) missing
+  HostBatchReport one;
+  ASSERT_TRUE(read_batch_on_host({{a.request(*a.zstd, region)}}, {}, {}, &one).ok());
+  ASSERT_EQ(one.chunks, 4);
+  ASSERT_EQ(one.missing, 1);
+  const std::vector<ReadRequest> requests = {
+      a.request(*a.zstd, region), a.request(*a.raw, region, 12), a.request(*a.zstd, region, 24)};
+  HostBatchReport report;
+  ASSERT_TRUE(read_batch_on_host(requests, {}, {}, &report).ok());
+  EXPECT_EQ(report.chunks, 12);
+  EXPECT_EQ(report.missing, 3);
+  EXPECT_EQ(report.deduplicated, 3);  // the third request's stored chunks
+  EXPECT_EQ(report.cpu_decoded, 6);
+  EXPECT_EQ(report.stored_bytes, 2 * one.stored_bytes + 3u * 24);
+  const auto* out = reinterpret_cast<const std::int32_t*>(a.dest);
+  for (int k = 0; k < 12; ++k) {
+    const std::int64_t i = 1 + k / 4, j = 2 + k % 4;
+    const std::int32_t want = (i >= 2 && i < 4 && j >= 3 && j < 6) ? 42 : value(i, j);
+    EXPECT_EQ(out[k], want) << k;
+    EXPECT_EQ(out[12 + k], want) << k;
+    EXPECT_EQ(out[24 + k], want) << k;
+  }
+}
+
+// Through transforms: the same transform copies (NaNs counted per destination), another one
+// reads again.
+TEST(HostBatch, OnlyRequestsWithTheSameTransformShareAReadOnce) {
+  Arrays a;
+  ElementTransform tf{OutType::kFloat32, 100.f, 0.5f};
+  tf.in = *in_type_of(a.raw->dtype());
+  ASSERT_TRUE(add_mask(tf, std::uint64_t(std::uint32_t(value(0, 1)))));  // becomes NaN
+  ElementTransform other = tf;
+  other.mean = 0.f;
+  const Selection region{{0, 0}, {2, 3}, {1, 1}};
+  const auto at = [&](std::int64_t offset) {
+    return ReadRequest{
+        a.raw.get(), region, {a.dest + offset * 4, region.count, c_strides(region.count, 4)}};
+  };
+  const std::vector<ReadRequest> requests = {at(0), at(6), at(12)};
+  const std::vector<ElementTransform> tfs = {tf, tf, other};
+  HostBatchReport report;
+  ASSERT_TRUE(read_batch_on_host(requests, tfs, {}, &report).ok());
+  EXPECT_EQ(report.chunks, 3);
+  EXPECT_EQ(report.deduplicated, 1);
+  EXPECT_EQ(report.cpu_decoded, 2);
+  EXPECT_EQ(report.nans, 3u);
+  const auto* out = reinterpret_cast<const float*>(a.dest);
+  EXPECT_EQ(out[6 + 3], (value(1, 0) - 100.f) * 0.5f);
+  EXPECT_TRUE(std::isnan(out[6 + 1]));
+  EXPECT_EQ(out[12 + 3], value(1, 0) * 0.5f);
+}
+
 // The loader's host batches: a recipe's job read into new host memory, as the CPU reads it.
 TEST(HostBatchMaker, MakesTheRecipesBatchesAndCountsThem) {
   Arrays a;
@@ -87,6 +144,24 @@ TEST(HostBatchMaker, MakesTheRecipesBatchesAndCountsThem) {
   EXPECT_EQ(made->report.missing, 4);  // chunk (1, 1): both steps of sample 1, both channels
   EXPECT_EQ(made->report.cpu_decoded, made->report.chunks - 4);
   EXPECT_GT(made->read_end, 0.0);
+}
+
+// Neighbouring samples: the second sample's first step is the first sample's second step, read
+// once per channel.
+TEST(HostBatchMaker, NeighbouringSamplesShareTheirCommonStep) {
+  Arrays a;
+  HostBatchMaker maker(batch_test::recipe(a), {});
+  auto made = maker.make(BatchJob{{0, 1}, {0, 1}, {0, 0}}, 0, 0.0);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  EXPECT_EQ(made->report.chunks, 8);  // one chunk a (sample, step, channel)
+  EXPECT_EQ(made->report.deduplicated, 2);
+  EXPECT_EQ(made->report.cpu_decoded, 6);
+  const auto* out = static_cast<const std::int32_t*>(made->data);
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t s = 0; s < 2; ++s)
+      for (int c = 0; c < 2; ++c)
+        for (std::int64_t w = 0; w < 3; ++w)
+          EXPECT_EQ(out[((b * 2 + s) * 2 + c) * 3 + w], value(b + s, w)) << b << s << c << w;
 }
 
 TEST(HostBatchMaker, NormalisesAndCountsNaNs) {
