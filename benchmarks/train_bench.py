@@ -11,8 +11,8 @@ and measures, per run, samples/s and the share of step time spent waiting for da
 - ``zarrflow-gpu-hostdecode`` the same loader with ``gpu_decode="off"``: the host threads decode,
                            the GPU only assembles, normalises and casts;
 - ``zarrflow-gpu@F``       the GPU loader with ``host_decode_share=F`` (``@0``: all on the GPU);
-- ``zarrflow-gpu-high``, ``zarrflow-gpu-normal`` the GPU loader with that ``stream_priority``
-                           (the default ``"high"`` or ``"normal"``; also with ``@F``);
+- ``zarrflow-gpu-normal``  the GPU loader with ``stream_priority="normal"`` (the default is
+                           ``"high"``; also with ``@F``);
 - ``zarrflow-gpu@best``    the GPU loader at the host share benchmarks/decode_split.py finds
                            best from this process's earlier ``synthetic``, ``zarrflow-gpu@0`` and
                            ``zarrflow-gpu@1`` runs (which must come first); the results then
@@ -69,8 +69,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from decode_split import best_split  # noqa: E402
 from train_unet import UNetResNet18, loss_fn  # noqa: E402  (the model the example trains)
 
-# Runs of the GPU loader with its streams at a chosen CUDA priority (LoaderOptions.stream_priority).
-PRIORITY_RUNS = ("zarrflow-gpu-high", "zarrflow-gpu-normal")
 SIX = ["2m_temperature", "u_component_of_wind@500", "v_component_of_wind@500",
        "temperature@500", "geopotential@500", "specific_humidity@500"]
 
@@ -187,8 +185,7 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
     if kind.startswith("zarrflow"):
         on_gpu = kind.startswith("zarrflow-gpu")
         kind, _, share = kind.partition("@")
-        priority = ({"stream_priority": kind.removeprefix("zarrflow-gpu-")}
-                    if kind in PRIORITY_RUNS else {})
+        priority = {"stream_priority": "normal"} if kind == "zarrflow-gpu-normal" else {}
         common = dict(dtype=dtype, normalize=stats,
                       device=f"cuda:{device.index}" if on_gpu else "cpu", output="torch",
                       prefetch=args.prefetch, workers=args.loader_workers,
@@ -488,10 +485,10 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["ZARRFLOW_THREAD_NICE"] = str(args.thread_nice)
     runs = [r for r in args.runs.split(",") if r]
     known = {"synthetic", "zarrflow-gpu", "zarrflow-gpu-hostdecode", "zarrflow-cpu",
-             "baseline-tensorstore", "baseline-xarray", *PRIORITY_RUNS}
+             "baseline-tensorstore", "baseline-xarray", "zarrflow-gpu-normal"}
     base = [r.removeprefix("synthetic+") for r in runs]
     bad = {r for r, b in zip(runs, base) if b.split("@")[0] not in known
-           or ("@" in b and b.split("@")[0] not in ("zarrflow-gpu", *PRIORITY_RUNS))
+           or ("@" in b and b.split("@")[0] not in ("zarrflow-gpu", "zarrflow-gpu-normal"))
            or (b == "zarrflow-gpu@best" and not split_inputs_before(runs, r))
            or (r.startswith("synthetic+") and b == "synthetic")}
     if bad:

@@ -131,7 +131,7 @@ struct EngineArgs {
   std::uint64_t read_budget = 0;  // gpu::DeviceReadOptions::read_budget
   nb::object balance, executor, decode_executor, cache, host_cache, shard_indexes, reader;
   std::string gpu_decode;
-  std::string stream_priority = "normal";  // "normal" or "high" (DeviceBatchMaker)
+  bool high_priority = false;  // stream_priority "high" (DeviceBatchMaker)
 };
 
 // The engine and the Python objects whose C++ parts its makers use (executors, caches, the GPU
@@ -196,7 +196,7 @@ std::shared_ptr<BatchMaker> maker_of(BatchRecipe recipe, const EngineArgs& a) {
   if (auto* decode = pointer_of<Executor>(a.decode_executor)) opts.decode_pool = &decode->pool;
   return std::make_shared<gpu::DeviceBatchMaker>(std::move(recipe), shared_reader(reader.state),
                                                  opts, a.device_id, a.workers, !a.balance.is_none(),
-                                                 a.stream_priority == "high");
+                                                 a.high_priority);
 #else
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif
@@ -309,7 +309,7 @@ void bind_batch_engine(nb::module_& m) {
             a.reader = std::move(reader);
             a.gpu_decode = std::move(gpu_decode);
             a.read_budget = read_budget;
-            a.stream_priority = std::move(stream_priority);
+            a.high_priority = stream_priority == "high";
             make_engine(self, plan, a);
           },
           "plan"_a, "arrays"_a, "dtype"_a, "device"_a, "device_id"_a = 0, "workers"_a = 2,

@@ -11,13 +11,6 @@
 namespace zarrflow {
 namespace {
 
-bool same_transform(const ElementTransform& a, const ElementTransform& b) {
-  return a.out == b.out && a.mean == b.mean && a.inv_std == b.inv_std && a.in == b.in &&
-         a.packed == b.packed && a.masks == b.masks && a.scale == b.scale &&
-         std::signbit(a.offset) == std::signbit(b.offset) && a.offset == b.offset &&
-         std::equal(std::begin(a.mask), std::end(a.mask), std::begin(b.mask));
-}
-
 // The request each one copies its values from: itself when it reads, else the first request
 // that reads the same region of the same array through the same transform into a destination of
 // the same shape (x at t+1 and y at t of neighbouring samples).

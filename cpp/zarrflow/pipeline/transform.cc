@@ -204,6 +204,13 @@ bool add_mask(ElementTransform& tf, std::uint64_t bits) {
   return true;
 }
 
+bool same_transform(const ElementTransform& a, const ElementTransform& b) {
+  return a.out == b.out && a.mean == b.mean && a.inv_std == b.inv_std && a.in == b.in &&
+         a.packed == b.packed && a.masks == b.masks && a.scale == b.scale &&
+         std::signbit(a.offset) == std::signbit(b.offset) && a.offset == b.offset &&
+         std::equal(std::begin(a.mask), std::end(a.mask), std::begin(b.mask));
+}
+
 std::uint16_t float_to_bf16_bits(float x) { return bf16(x); }
 std::uint16_t float_to_f16_bits(float x) { return f16(x); }
 

@@ -107,6 +107,10 @@ struct ElementTransform {
 // Adds `bits` (a raw value of tf.in) to tf's masks; false when kMaxMasks are set already.
 bool add_mask(ElementTransform& tf, std::uint64_t bits);
 
+// Whether a and b write the same bits for every value: equal fields, the offset's sign included
+// (-0.0, the default, leaves -0.0 as it is; +0.0 makes it +0.0).
+bool same_transform(const ElementTransform& a, const ElementTransform& b);
+
 // The transform reads float32 and neither masks nor unpacks: the loader's plain float32 path.
 ZF_NORM_HD constexpr bool is_plain(const ElementTransform& tf) {
   return tf.in == InType::kFloat32 && tf.packed == 0 && tf.masks == 0;

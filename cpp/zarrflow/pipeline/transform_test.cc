@@ -354,5 +354,22 @@ TEST(ElementTransformTest, StridedDestinationMatchesContiguous) {
   EXPECT_EQ(normalize_cast_strided(in.data(), rows.data(), 2, empty, row_strides, tf), 0u);
 }
 
+// Transforms that write the same bits for every value: equal fields, the offset's sign too.
+TEST(ElementTransformTest, SameTransformComparesEveryFieldAndTheOffsetsSign) {
+  ElementTransform a{OutType::kBFloat16, 2.f, 0.5f};
+  ASSERT_TRUE(add_mask(a, 7));
+  EXPECT_TRUE(same_transform(a, a));
+  ElementTransform b = a;
+  b.mean = 3.f;
+  EXPECT_FALSE(same_transform(a, b));
+  b = a;
+  ASSERT_TRUE(add_mask(b, 9));
+  EXPECT_FALSE(same_transform(a, b));
+  b = a;
+  b.offset = 0.0;  // a's is -0.0: -0.0 + 0.0 is +0.0
+  EXPECT_FALSE(same_transform(a, b));
+  EXPECT_TRUE(std::signbit(float(-0.0 + a.offset)) && !std::signbit(float(-0.0 + b.offset)));
+}
+
 }  // namespace
 }  // namespace zarrflow

@@ -1,18 +1,6 @@
 #include "zarrflow/pipeline/gpu/read_item.h"
 
 namespace zarrflow::gpu {
-namespace {
-
-bool same_transform(const ElementTransform& a, const ElementTransform& b) {
-  if (a.out != b.out || a.mean != b.mean || a.inv_std != b.inv_std || a.in != b.in ||
-      a.packed != b.packed || a.masks != b.masks || a.scale != b.scale || a.offset != b.offset)
-    return false;
-  for (int i = 0; i < kMaxMasks; ++i)
-    if (a.mask[i] != b.mask[i]) return false;
-  return true;
-}
-
-}  // namespace
 
 std::string where(const Array& arr, const Shape& chunk, const Shape& inner) {
   std::string s = "chunk '" + arr.relative_chunk_key(chunk) + "'";
