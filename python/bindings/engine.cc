@@ -194,9 +194,13 @@ std::shared_ptr<BatchMaker> maker_of(BatchRecipe recipe, const EngineArgs& a) {
   opts.host_cache = cache_of(a.host_cache, reader);
   opts.read_budget = a.read_budget;
   if (auto* decode = pointer_of<Executor>(a.decode_executor)) opts.decode_pool = &decode->pool;
+  gpu::DeviceBatchSettings settings;
+  settings.device = a.device_id;
+  settings.workers = a.workers;
+  settings.watch_pools = !a.balance.is_none();
+  settings.high_priority = a.high_priority;
   return std::make_shared<gpu::DeviceBatchMaker>(std::move(recipe), shared_reader(reader.state),
-                                                 opts, a.device_id, a.workers, !a.balance.is_none(),
-                                                 a.high_priority);
+                                                 opts, settings);
 #else
   throw StatusError(unimplemented("zarrflow was built without CUDA"));
 #endif

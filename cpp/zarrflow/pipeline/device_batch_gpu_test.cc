@@ -68,8 +68,12 @@ class DeviceBatchTest : public ::testing::Test {
 
   std::shared_ptr<DeviceBatchMaker> maker(BatchRecipe recipe, int workers = 1,
                                           bool high_priority = false) {
-    return std::make_shared<DeviceBatchMaker>(std::move(recipe), reader, DeviceReadOptions{}, 0,
-                                              workers, /*watch_pools=*/true, high_priority);
+    DeviceBatchSettings settings;
+    settings.workers = workers;
+    settings.watch_pools = true;
+    settings.high_priority = high_priority;
+    return std::make_shared<DeviceBatchMaker>(std::move(recipe), reader, DeviceReadOptions{},
+                                              settings);
   }
 
   // A made batch's bytes, copied down.

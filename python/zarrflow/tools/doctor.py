@@ -84,10 +84,11 @@ def _memory_line() -> str:
     return f"GPU memory limit: {amount} on GPU 0 ({source})"
 
 
-def _zstd_line() -> str:
-    """Which decoder takes zstd chunks on the GPU (ZARRFLOW_GPU_ZSTD; docs/settings.md)."""
+def _zstd_line(nvcomp_status: str) -> str:
+    """Which decoder takes zstd chunks on the GPU (ZARRFLOW_GPU_ZSTD; docs/settings.md), given
+    why nvCOMP is off ("" when it is loaded)."""
     choice = os.environ.get("ZARRFLOW_GPU_ZSTD", "auto")
-    nvcomp = not _gpu.nvcomp_status()
+    nvcomp = not nvcomp_status
     used = {"nvcomp": "nvCOMP's decoder", "zarrflow": "zarrflow's decoder"}[
         _core.zstd_decoder_used(nvcomp)]
     why = " (nvCOMP is off)" if not nvcomp else ""
@@ -101,11 +102,11 @@ def _decoder_lines() -> list[str]:
         _gpu.configure()
     except ValueError as e:
         return [f"nvCOMP and zstd on the GPU: off because {e}"]
-    return [_nvcomp_line(), _zstd_line()]
-
-
-def _nvcomp_line() -> str:
     status = _gpu.nvcomp_status()
+    return [_nvcomp_line(status), _zstd_line(status)]
+
+
+def _nvcomp_line(status: str) -> str:
     if status:
         return "nvCOMP: off because " + status.replace("\n", "\n    ")
     path = _core.nvcomp_library().get("path", "")

@@ -22,18 +22,27 @@ struct DeviceBatchMemory {
   GpuBuffer buffer;
 };
 
+// Where and how a DeviceBatchMaker makes its batches.
+struct DeviceBatchSettings {
+  int device = 0;
+  int workers = 1;  // one CUDA stream each
+  // Report whether zarrflow's pools allocated while a batch was made (such a batch waited for
+  // the driver, so its time says nothing about decoding).
+  bool watch_pools = false;
+  // The workers' streams (and the read lanes, which take their priority) at the device's
+  // highest priority, so that the decode kernels of a batch are scheduled ahead of the queued
+  // kernels of a model on the default priority.
+  bool high_priority = false;
+};
+
 // Each batch in a new block of the reader's device pool (waiting, bounded, for memory other
 // reads give back under zarrflow's limit), read on the worker's own CUDA stream with the host
 // share the engine gives. `options` holds everything else of the reads (pools, caches, decode
-// mode); `watch_pools`: report whether zarrflow's pools allocated while a batch was made;
-// `high_priority`: the workers' streams (and the read lanes, which take their priority) at the
-// device's highest priority, so that the decode kernels of a batch are scheduled ahead of the
-// queued kernels of a model on the default priority.
+// mode).
 class DeviceBatchMaker : public BatchMaker {
  public:
   DeviceBatchMaker(BatchRecipe recipe, std::shared_ptr<DeviceReader> reader,
-                   const DeviceReadOptions& options, int device, int workers, bool watch_pools,
-                   bool high_priority = false);
+                   const DeviceReadOptions& options, const DeviceBatchSettings& settings);
   Result<MadeBatch> make(const BatchJob& job, int worker, double host_share) override;
 
  private:
@@ -42,9 +51,7 @@ class DeviceBatchMaker : public BatchMaker {
   const BatchRecipe recipe_;
   const std::shared_ptr<DeviceReader> reader_;
   const DeviceReadOptions options_;
-  const int device_;
-  const bool watch_pools_;
-  const bool high_priority_;
+  const DeviceBatchSettings settings_;
   std::vector<Stream> streams_;  // one per worker, made by the worker on its first batch
 };
 

@@ -157,6 +157,10 @@ class ReadOp {
   Result<std::size_t> fit_nvcomp_scratch(NvcompAlgo algo, const NvcompJobs& jobs, Batch& b,
                                          std::size_t* temp_bytes);
   bool launch_room(std::size_t room);
+  // Runs `launch` (kernels that only read their inputs; it returns their launch's error) and,
+  // when the GPU could not give the kernels their local memory, once more after the pool's
+  // idle memory went back to the driver. `what` names the kernels in the error.
+  Status launch_with_retry(const char* what, const std::function<Result<cudaError_t>()>& launch);
   Status prepare_zstd(DecodeJobs& jobs, Batch& b);
 
   Status finish_oldest();

@@ -162,20 +162,10 @@ Status ReadOp::launch_decoders(Batch& b, const DecodeJobs& jobs, const JobTables
     auto* frames = reinterpret_cast<ZstdFrameJob*>(dt + tables.zstd_frames);
     const std::size_t per = jobs.zstd_frames_per_launch;
     for (std::size_t p = 0; p < nz; p += per) {  // launches sharing a scratch run in stream order
-      const auto launch = [&] {
+      ZF_RETURN_IF_ERROR(launch_with_retry("zarrflow's zstd kernels", [&]() -> Result<cudaError_t> {
         return launch_zstd_decode(frames + p, std::uint32_t(std::min(per, nz - p)),
                                   jobs.zstd.max_out, d_status, stream);
-      };
-      // A launch whose local memory the full GPU could not give runs again, whole (its kernels
-      // only read their inputs), once the pool's idle memory went back.
-      cudaError_t e = launch();
-      if (e == cudaErrorMemoryAllocation) {
-        device_.trim();
-        e = launch();
-      }
-      if (e != cudaSuccess)
-        return io_error(std::string("zarrflow's zstd kernels could not launch (") +
-                        cudaGetErrorName(e) + "): " + cudaGetErrorString(e));
+      }));
     }
   } else {
     ZF_RETURN_IF_ERROR(decode_nvcomp(NvcompAlgo::kZstd, jobs.zstd, tables.zstd, d_status, b));
@@ -262,6 +252,22 @@ bool ReadOp::launch_room(std::size_t room) {
   return cudaMemGetInfo(&free, &total) == cudaSuccess && free >= room;
 }
 
+Status ReadOp::launch_with_retry(const char* what,
+                                 const std::function<Result<cudaError_t>()>& launch) {
+  ZF_ASSIGN_OR_RETURN(cudaError_t e, launch());
+  if (e == cudaErrorMemoryAllocation) {
+    device_.trim();
+    ZF_ASSIGN_OR_RETURN(e, launch());
+  }
+  if (e == cudaSuccess) return {};
+  std::string why = cudaGetErrorString(e);
+  if (e == cudaErrorMemoryAllocation)
+    why =
+        "the GPU is full; the model's memory (PyTorch keeps what it frees in its cache) and "
+        "zarrflow's share leave them no room: a lower zarrflow.set_gpu_memory_limit leaves more";
+  return io_error(std::string(what) + " could not launch (" + cudaGetErrorName(e) + "): " + why);
+}
+
 // Scratch for all `jobs` in one call, or, when the GPU cannot hold it beside the launch's room
 // even after the piece in flight has finished (device_buffer), for halves, quarters, ... decoded
 // one after another: the scratch (~3x the decoded bytes for zstd) is what a full GPU can least
@@ -332,21 +338,14 @@ Status ReadOp::decode_nvcomp(NvcompAlgo algo, const NvcompJobs& jobs, const JobT
           reinterpret_cast<std::size_t*>(dt + at.actual) + p, std::min(per, n - p), temp.data(),
           temp_bytes, reinterpret_cast<void* const*>(dt + at.dst) + p, status + p, stream);
     };
-    ZF_RETURN_IF_ERROR(call());
     // nvCOMP does not check its launches: a kernel that could not launch (its local memory
     // did not fit on a GPU a model had filled: 71-channel training on an H100) shows only as
-    // this thread's last error. The call only reads its inputs: it runs again once, after the
-    // pool's idle memory went back to the driver.
-    if (cudaPeekAtLastError() == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
-      device_.trim();
+    // this thread's last error.
+    ZF_RETURN_IF_ERROR(launch_with_retry("nvCOMP's kernels", [&]() -> Result<cudaError_t> {
       ZF_RETURN_IF_ERROR(call());
-      if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess)
-        return io_error(std::string("nvCOMP's kernels could not launch (") + cudaGetErrorName(e) +
-                        "): the GPU is full; the model's memory (PyTorch keeps what it frees "
-                        "in its cache) and zarrflow's share leave them no room: a lower "
-                        "zarrflow.set_gpu_memory_limit leaves more");
-    }
+      if (cudaPeekAtLastError() != cudaErrorMemoryAllocation) return cudaSuccess;
+      return cudaGetLastError();
+    }));
   }
   ZF_CUDA_RETURN_IF_ERROR(launch_check_sizes(reinterpret_cast<const std::size_t*>(dt + at.actual),
                                              reinterpret_cast<const std::size_t*>(dt + at.capacity),
