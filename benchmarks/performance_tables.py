@@ -420,11 +420,6 @@ def training_values(results: Path) -> Values:
 
 # --- who decodes: the host/GPU split at 71 compressed channels -------------------------------------
 SPLIT = "train_unet_71ch_zstd_split_h100.json"
-SPLIT_RUNS = {"zarrflow-gpu@0": "all chunks decoded on the GPU", "zarrflow-gpu@1": "all on the host",
-              "zarrflow-gpu": "default (`host_decode_share=\"auto\"`)",
-              "zarrflow-gpu@best": "the best split of the two costs"}
-
-
 def _synthetic_rates(res: dict) -> str:
     """samples/s of a training result's synthetic runs, " / " between them."""
     return " / ".join(f"{r['samples_per_s']:.1f}" for r in res["runs"] if r["run"] == "synthetic")
@@ -435,23 +430,22 @@ def _step_ms(res: dict, run: dict) -> str:
 
 
 def split_values(results: Path) -> Values:
+    """An earlier build's fixed shares: all on the GPU, all on the host, and decode_split.py's best
+    split of those two costs against what it ran at."""
     res = load(results, SPLIT)
     runs = {r["run"]: r for r in res["runs"]}
-    rows = []
-    for name, label in SPLIT_RUNS.items():
-        r = runs[name]
-        share = r.get("host_decode_share", r["loader_stats"]["host_decode_share"])
-        rows.append([label, f"{share:.2f}", f"{r['samples_per_s']:.1f}", _step_ms(res, r),
-                     f"{100 * r['data_wait_fraction']:.1f}%", f"{r['real_over_synthetic']:.3f}"])
+    gpu, host, best = runs["zarrflow-gpu@0"], runs["zarrflow-gpu@1"], runs["zarrflow-gpu@best"]
     c = res["split_ceiling"]
-    rows.append(["ceiling of that split (decode_split.py)", f"{c['host_share']:.2f}",
-                 f"{c['samples_per_s']:.1f}", f"{1e3 * res['batch_size'] / c['samples_per_s']:.0f}",
-                 "", f"{c['real_over_synthetic']:.3f}"])
-    return {
-        "split_table": table(["decoding", "host share", "samples/s", "step ms", "waiting",
-                              "real/synthetic"], rows),
-        "split_date": res["date"], "split_synthetic": _synthetic_rates(res),
-    }
+
+    def run(r: dict) -> str:
+        return (f"{r['real_over_synthetic']:.3f} of synthetic (step {_step_ms(res, r)} ms, waiting "
+                f"{100 * r['data_wait_fraction']:.1f}%)")
+
+    sentence = (f"all on the GPU {run(gpu)}, all on the host {run(host)}; `benchmarks/decode_split"
+                f".py`'s best split of these two costs, host share {c['host_share']:.2f}, would "
+                f"reach {c['real_over_synthetic']:.3f} and ran at {best['real_over_synthetic']:.3f}")
+    return {"split_sentence": sentence, "split_date": res["date"],
+            "split_synthetic": _synthetic_rates(res)}
 
 
 # --- the loader's stream priority at 71 compressed channels -------------------------------------
@@ -491,6 +485,38 @@ def priority71_values(results: Path) -> Values:
                 f"{min(bounds):.2f}-{max(bounds):.2f}")
     return {"priority71_date": res["date"], "priority71_device": res["device"],
             "priority71_sentence": sentence}
+
+
+# --- fixed host shares at 71 compressed channels, streams at the default priority -----------------
+SHARES71 = "train_unet_71ch_zstd_shares_h100.json"
+
+
+def shares71_values(results: Path) -> Values:
+    """Fixed host shares against all on the GPU and the default: what the model gains in compute
+    and what each worker's batch takes longer."""
+    res = load(results, SHARES71)
+    by = {r["run"]: r for r in res["runs"]}
+    fixed = sorted((n for n in by if n.startswith("zarrflow-gpu@") and n != "zarrflow-gpu@0"),
+                   key=lambda n: float(n.split("@")[1]))
+
+    def each(fmt: str, value) -> str:
+        return ", ".join(fmt.format(value(by[n])) for n in fixed)
+
+    def batch_s(r: dict) -> float:
+        return r["loader_stats"]["read_s"] / r["loader_stats"]["batches"]
+
+    gpu, workers = by["zarrflow-gpu@0"], by["zarrflow-gpu@0"]["loader_stats"]["workers"]
+    sentence = (
+        f"{', '.join(n.split('@')[1] for n in fixed)} of the chunks decoded on the host train at "
+        f"{each('{:.3f}', lambda r: r['real_over_synthetic'])} of synthetic against "
+        f"{gpu['real_over_synthetic']:.3f} all on the GPU and "
+        f"{by['zarrflow-gpu']['real_over_synthetic']:.3f} by default: the model's compute falls "
+        f"({each('{:.0f}', lambda r: _per_step_ms(r, 'compute_s'))} ms a step against "
+        f"{_per_step_ms(gpu, 'compute_s'):.0f}), but each worker's batch takes longer "
+        f"({each('{:.2f}', batch_s)} s against {batch_s(gpu):.2f}; {workers} workers), so the "
+        f"model waits ({each('{:.0f}', lambda r: _per_step_ms(r, 'wait_s'))} ms a step against "
+        f"{_per_step_ms(gpu, 'wait_s'):.0f})")
+    return {"shares71_date": res["date"], "shares71_sentence": sentence}
 
 
 # --- four GPUs of one node ---------------------------------------------------------------------------
@@ -640,7 +666,7 @@ def remote_values(results: Path) -> Values:
 
 SECTIONS = (realism_values, read_values, numcodecs_values, gpu_values, loader_values,
             ceilings_values, sm_cost_values, training_values, split_values,
-            priority71_values, node_values, workers4_values, ddp71_values,
+            priority71_values, shares71_values, node_values, workers4_values, ddp71_values,
             rechunk_values, remote_values)
 
 
