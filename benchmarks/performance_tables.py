@@ -420,6 +420,8 @@ def training_values(results: Path) -> Values:
 
 # --- who decodes: the host/GPU split at 71 compressed channels -------------------------------------
 SPLIT = "train_unet_71ch_zstd_split_h100.json"
+
+
 def _synthetic_rates(res: dict) -> str:
     """samples/s of a training result's synthetic runs, " / " between them."""
     return " / ".join(f"{r['samples_per_s']:.1f}" for r in res["runs"] if r["run"] == "synthetic")
