@@ -36,7 +36,8 @@ def timed_read(fn, repeats: int = 3) -> tuple[float, object]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="demo_data", help="where to write the stores")
     ap.add_argument("--ntime", type=int, default=8, help="6-hourly time steps")
     ap.add_argument("--grid", default="721x1440", help="latitude x longitude points (0.25°)")
@@ -50,7 +51,8 @@ def main() -> int:
     if args.rewrite or not stamp.exists():
         for p in (wb2_path, stacked_path, *out.glob(".complete-*")):
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
-        print(f"writing ERA5-like stores ({args.ntime} steps on a {nlat}x{nlon} grid) ...", flush=True)
+        print(f"writing ERA5-like stores ({args.ntime} steps on a {nlat}x{nlon} grid) ...",
+              flush=True)
         t0 = time.perf_counter()
         for path, layout in ((wb2_path, "wb2"), (stacked_path, "stacked")):
             spec = SynthSpec(layout=layout, ntime=args.ntime, nlat=nlat, nlon=nlon,
@@ -80,14 +82,15 @@ def main() -> int:
             zp_arr = zp_node[name] if name else zp_node
             t_zf, a = timed_read(lambda: arr[...])
             t_zp, b = timed_read(lambda: zp_arr[...])
-            equal = np.array_equal(np.ascontiguousarray(a).view(np.uint8),
-                                   np.ascontiguousarray(b.astype(b.dtype.newbyteorder("="))).view(np.uint8))
+            native = np.ascontiguousarray(b.astype(b.dtype.newbyteorder("=")))
+            equal = np.array_equal(np.ascontiguousarray(a).view(np.uint8), native.view(np.uint8))
             gb = arr.nbytes / 1e9
             total_zf += t_zf
             total_zp += t_zp
             total_bytes += gb
             label = f"{store_path.name}/{name}" if name else store_path.name
-            print(f"  {label:<34} {arr.nbytes / 1e6:8.0f} {gb / t_zf:14.2f} {gb / t_zp:17.2f}  {equal}")
+            print(f"  {label:<34} {arr.nbytes / 1e6:8.0f} {gb / t_zf:14.2f} {gb / t_zp:17.2f}  "
+                  f"{equal}")
             if not equal:
                 print("zarrflow and zarr-python disagree", file=sys.stderr)
                 return 1

@@ -1,6 +1,7 @@
 """The sources as committed: C++ formatted by the pinned clang-format (.clang-format), Python
-free of pyflakes' findings (unused imports and variables, undefined names; pyproject's
-[tool.ruff]). Both tools come with the `test` extra; each check skips where its tool is absent."""
+free of pyflakes' findings (unused imports and variables, undefined names) and, outside tests and
+benchmarks, of lines over 100 columns (pyproject's [tool.ruff]). Both tools come with the `test`
+extra; each check skips where its tool is absent."""
 
 from __future__ import annotations
 

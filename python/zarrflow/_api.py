@@ -617,7 +617,8 @@ class Array(_Node):  # numpydoc ignore=PR01
             region = (region,)
         for r in region:
             if not isinstance(r, slice) and r is not Ellipsis:
-                raise TypeError(f"read() takes slices, got {r!r}; use arr[...] for integer indexing")
+                raise TypeError(f"read() takes slices, got {r!r}; use arr[...] for integer "
+                                "indexing")
         sel = _Selection.parse(region, self.shape, strict=True)
         if device is None:
             return self._read(sel, out)
@@ -667,7 +668,8 @@ class Array(_Node):  # numpydoc ignore=PR01
         sel = _Selection.parse(key, self.shape)
         result = self._read(sel, None)
         if sel.drop:
-            result = result.reshape(tuple(n for i, n in enumerate(result.shape) if i not in sel.drop))
+            kept = tuple(n for i, n in enumerate(result.shape) if i not in sel.drop)
+            result = result.reshape(kept)
         return result
 
     @property
@@ -828,9 +830,11 @@ class _Selection:
                 try:
                     i = operator.index(k)
                 except TypeError:
-                    raise TypeError(f"unsupported index {k!r}: use integers, slices or '...'") from None
+                    raise TypeError(
+                        f"unsupported index {k!r}: use integers, slices or '...'") from None
                 if i < -n or i >= n:
-                    raise ZarrflowIndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
+                    raise ZarrflowIndexError(
+                        f"index {i} is out of bounds for axis {dim} with size {n}")
                 sel.start.append(i % n)
                 sel.count.append(1)
                 sel.step.append(1)

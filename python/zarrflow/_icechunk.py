@@ -86,7 +86,8 @@ def _yaml_containers(text: bytes) -> dict[str, dict[str, Any]]:
 def _json_containers(config: Any) -> dict[str, dict[str, Any]]:
     """Container defaults from a spec-2 repository configuration (the repo info's config)."""
     out: dict[str, dict[str, Any]] = {}
-    containers = (config or {}).get("virtual_chunk_containers") if isinstance(config, Mapping) else None
+    containers = (config.get("virtual_chunk_containers") if isinstance(config, Mapping)
+                  else None)
     if isinstance(containers, Mapping):
         containers = list(containers.values())
     for container in containers or []:

@@ -418,7 +418,8 @@ def _broadcast_points(arr: "Array", entries: list[Entry]
         b = np.broadcast_arrays(*flat_arrays)
     except ValueError:
         shapes = ", ".join(str(np.shape(c)) for c in flat_arrays)
-        raise IndexError(f"index arrays could not be broadcast together (shapes {shapes})") from None
+        raise IndexError(
+            f"index arrays could not be broadcast together (shapes {shapes})") from None
     shape = b[0].shape
     return {a: np.ascontiguousarray(x).reshape(-1) for a, x in zip(flat_axes, b)}, shape
 

@@ -140,7 +140,8 @@ def open_references(path: str, storage_options: Mapping[str, Any] | None,
     unknown = set(options) - _OPTIONS
     if unknown:
         raise InvalidArgumentError(f"unknown storage option(s) for reference sets: "
-                                   f"{', '.join(sorted(unknown))} (known: {', '.join(sorted(_OPTIONS))})")
+                                   f"{', '.join(sorted(unknown))} "
+                                   f"(known: {', '.join(sorted(_OPTIONS))})")
     fo = options.get("fo") if is_reference_url(path) else path
     if fo is None:
         raise InvalidArgumentError("reference:// needs storage_options={'fo': <references>}")

@@ -5,14 +5,15 @@ who can `aws s3 ls` a bucket can open it with zarrflow unchanged:
 
 * S3: explicit ``storage_options`` (``key``/``secret``/``token`` or ``anon=True``), then
   ``AWS_NO_SIGN_REQUEST``, then ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/
-  ``AWS_SESSION_TOKEN``, then the shared credentials and config files (``AWS_SHARED_CREDENTIALS_FILE``,
-  ``AWS_CONFIG_FILE``, profile from ``profile=`` or ``AWS_PROFILE``). With none, requests go
+  ``AWS_SESSION_TOKEN``, then the shared credentials and config files
+  (``AWS_SHARED_CREDENTIALS_FILE``, ``AWS_CONFIG_FILE``, profile from ``profile=`` or
+  ``AWS_PROFILE``). With none, requests go
   unsigned (public buckets); a 403 then says so. Region: ``region=``, ``AWS_REGION``,
   ``AWS_DEFAULT_REGION``, the profile's ``region``, else us-east-1. Endpoint: ``endpoint_url=``,
   ``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``, the profile's ``endpoint_url``, else AWS.
   TLS roots: ``ca_bundle=`` or ``AWS_CA_BUNDLE``.
-* GCS (XML API): ``token=`` or ``GCS_OAUTH_TOKEN`` (a bearer token), or HMAC keys (``key``/``secret``
-  or ``GCS_HMAC_KEY_ID``/``GCS_HMAC_SECRET``, signed like S3), else anonymous.
+* GCS (XML API): ``token=`` or ``GCS_OAUTH_TOKEN`` (a bearer token), or HMAC keys
+  (``key``/``secret`` or ``GCS_HMAC_KEY_ID``/``GCS_HMAC_SECRET``, signed like S3), else anonymous.
 * HTTP(S): range GETs below the URL; nothing to list, so groups need consolidated metadata.
 
 Transport options (any scheme): ``max_in_flight`` (default 64, or ``ZARRFLOW_MAX_IN_FLIGHT``);
@@ -94,7 +95,8 @@ def _transport(options: dict[str, Any]) -> dict[str, Any]:
 def _check_keys(options: dict[str, Any], allowed: set[str], scheme: str) -> None:
     unknown = set(options) - allowed - set(_TRANSPORT)
     if unknown:
-        raise InvalidArgumentError(f"unknown storage option(s) for {scheme}://: {', '.join(sorted(unknown))}"
+        raise InvalidArgumentError(f"unknown storage option(s) for {scheme}://: "
+                                   f"{', '.join(sorted(unknown))}"
                          f" (known: {', '.join(sorted(allowed | set(_TRANSPORT)))})")
 
 
@@ -103,7 +105,8 @@ def _s3_config(bucket: str, prefix: str, options: dict[str, Any]) -> dict[str, A
     profile_name = options.get("profile") or os.environ.get("AWS_PROFILE") or "default"
     profile = _aws_profile(profile_name)
     if options.get("profile") and not profile:
-        raise InvalidArgumentError(f"AWS profile '{profile_name}' not found in the shared config files")
+        raise InvalidArgumentError(
+            f"AWS profile '{profile_name}' not found in the shared config files")
     cfg: dict[str, Any] = {"kind": "s3", "bucket": bucket, "prefix": prefix}
     if options.get("anon") or (_truthy(os.environ.get("AWS_NO_SIGN_REQUEST"))
                                and "key" not in options):
@@ -127,7 +130,8 @@ def _s3_config(bucket: str, prefix: str, options: dict[str, Any]) -> dict[str, A
                 or os.environ.get("AWS_ENDPOINT_URL") or profile.get("endpoint_url"))
     style = options.get("addressing_style", "auto")
     if style not in ("auto", "path", "virtual"):
-        raise InvalidArgumentError(f"addressing_style must be 'auto', 'path' or 'virtual', not {style!r}")
+        raise InvalidArgumentError(
+            f"addressing_style must be 'auto', 'path' or 'virtual', not {style!r}")
     if endpoint is None:
         endpoint = f"https://s3.{region}.amazonaws.com"
         # Virtual-hosted style is AWS's default; dotted names break its TLS wildcard.
@@ -179,7 +183,8 @@ def remote_config(url: str, storage_options: dict[str, Any] | None = None) -> di
     elif scheme in ("http", "https"):
         _check_keys(options, set(), scheme)
         if parts.query or parts.fragment:
-            raise InvalidArgumentError(f"'{url}': query strings and fragments are not supported in store URLs")
+            raise InvalidArgumentError(
+                f"'{url}': query strings and fragments are not supported in store URLs")
         base = url.rstrip("/")
         cfg = {"kind": "http", "endpoint": base, "display": base}
     else:

@@ -24,7 +24,8 @@ _SCHEMES = ("file", "s3", "gs", "gcs", "http", "https")
 def normalize_prefix(prefix: str) -> str:
     """``/data/nc`` → ``file:///data/nc/``; every prefix ends in ``/``."""
     if not isinstance(prefix, str) or not prefix:
-        raise InvalidArgumentError(f"a virtual chunk container prefix must be a URL, not {prefix!r}")
+        raise InvalidArgumentError(
+            f"a virtual chunk container prefix must be a URL, not {prefix!r}")
     if prefix.startswith("/"):
         prefix = "file://" + prefix
     scheme = prefix.split("://", 1)[0].lower() if "://" in prefix else ""
@@ -41,8 +42,9 @@ def open_container_store(prefix: str, options: Mapping[str, Any] | None) -> Any:
     options = dict(options or {})
     if prefix.startswith("file://"):
         if options:
-            raise InvalidArgumentError(f"virtual chunk container '{prefix}': local directories take "
-                                       f"no storage options (got {', '.join(sorted(options))})")
+            raise InvalidArgumentError(
+                f"virtual chunk container '{prefix}': local directories take no storage options "
+                f"(got {', '.join(sorted(options))})")
         root = unquote(urlsplit(prefix).path)
         if not os.path.isdir(root):
             raise NodeNotFoundError(f"virtual chunk container '{prefix}': no directory {root}")
@@ -70,8 +72,9 @@ def check_containers_argument(value: Any) -> dict:
     if isinstance(value, (list, tuple, set)):
         return {p: None for p in value}
     if not isinstance(value, Mapping):
-        raise InvalidArgumentError("virtual_chunk_containers is a dict {url_prefix: storage_options} "
-                                   "or a list of URL prefixes")
+        raise InvalidArgumentError(
+            "virtual_chunk_containers is a dict {url_prefix: storage_options} or a list of URL "
+            "prefixes")
     return dict(value)
 
 

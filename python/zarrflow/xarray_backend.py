@@ -204,7 +204,8 @@ class ZarrflowStore(AbstractDataStore):
         if not mask:
             return
         fills = [v for k in ("_FillValue", "missing_value") if k in attrs
-                 for v in np.ravel(attrs[k]) if not (isinstance(v, (float, np.floating)) and np.isnan(v))]
+                 for v in np.ravel(attrs[k])
+                 if not (isinstance(v, (float, np.floating)) and np.isnan(v))]
         if fills:
             raise errors.UnsupportedError(
                 f"device={device!r}: variable {name!r} has fill values {fills} that xarray masks "
@@ -239,7 +240,8 @@ def _check_device(device: str | None) -> str | None:
         return None
     if not _gpu.cuda_available():
         raise errors.UnsupportedError(f"device={device!r}: no GPU can be used "
-                                      f"({_gpu.cuda_status()}); leave device out to read into NumPy")
+                                      f"({_gpu.cuda_status()}); leave device out to read into "
+                                      "NumPy")
     try:
         import cupy  # noqa: F401
     except ImportError as e:
@@ -290,7 +292,8 @@ class ZarrflowBackendEntrypoint(BackendEntrypoint):
     >>> gpu = xr.open_dataset("wb2.zarr", engine="zarrflow", device="cuda")  # CuPy data
     """
 
-    description = "Read Zarr v2/v3 stores with zarrflow (parallel C++ reader; GPU decode with device='cuda')"
+    description = ("Read Zarr v2/v3 stores with zarrflow (parallel C++ reader; GPU decode with "
+                   "device='cuda')")
     url = "https://github.com/zarrflow/zarrflow"
     open_dataset_parameters = (
         "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters",

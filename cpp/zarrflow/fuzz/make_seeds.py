@@ -84,7 +84,8 @@ def compressor_seeds(s: Seeds) -> None:
     # zstd: several frames in one chunk, and an empty frame.
     z = numcodecs.Zstd(level=1)
     a, b = sample_arrays()[:2]
-    s.add("zstd_decode_fuzzer", b2b(1, a.nbytes + b.nbytes, bytes(z.encode(a)) + bytes(z.encode(b))))
+    s.add("zstd_decode_fuzzer",
+          b2b(1, a.nbytes + b.nbytes, bytes(z.encode(a)) + bytes(z.encode(b))))
     s.add("zstd_decode_fuzzer", b2b(0, 0, bytes(z.encode(np.zeros(0, "u1")))))
     for loc, flag in [("start", 1), ("end", 0)]:
         c = numcodecs.CRC32C(location=loc)
@@ -210,7 +211,8 @@ def make_array(kind: int, kwargs: dict):
     def build(d: str) -> None:
         a = zarr.create_array(d, zarr_format=kind, dimension_names=dims, **kw)
         data = np.arange(np.prod(a.shape)).reshape(a.shape) % 97
-        a[...] = data.astype(a.dtype) if a.dtype.kind != "M" else data.astype("int64").astype(a.dtype)
+        a[...] = (data.astype(a.dtype) if a.dtype.kind != "M"
+                  else data.astype("int64").astype(a.dtype))
 
     return store_files(build)
 
@@ -262,8 +264,9 @@ def shard_seeds(s: Seeds) -> None:
     inner_choices = [[BytesCodec()], [BytesCodec(), Crc32cCodec()],
                      [BytesCodec(), ZstdCodec(level=1)], [BytesCodec(), GzipCodec(level=1)]]
     cases = [  # flags, type, inner extents, inner chunks per dimension, blank inner chunks
-        (0, 0, (2,), (3,), False), (1, 1, (2, 3), (2, 1), False), (2, 2, (1, 2, 2), (2, 2, 1), True),
-        (4, 3, (4,), (2,), False), (8, 0, (3, 3), (2, 2), True), (13, 2, (2, 2), (1, 3), False),
+        (0, 0, (2,), (3,), False), (1, 1, (2, 3), (2, 1), False),
+        (2, 2, (1, 2, 2), (2, 2, 1), True), (4, 3, (4,), (2,), False),
+        (8, 0, (3, 3), (2, 2), True), (13, 2, (2, 2), (1, 3), False),
         (16, 1, (2, 2), (2, 2), False), (17 | 8, 2, (2,), (4,), True),
     ]
     for flags, t, inner, grid, blank in cases:

@@ -50,8 +50,9 @@ class LoaderOptions:
         Element type of the batches. Values are decoded and normalised in float32, then cast.
     layout : {"auto", "BCHW", "BTCHW"}, default "auto"
         ``"BTCHW"``: ``x`` is ``(batch, input_steps, channels, *grid)`` and ``y``
-        ``(batch, target_steps, channels, *grid)``. ``"BCHW"`` leaves out the time axis and needs one input
-        and at most one target step. ``"auto"``: ``"BCHW"`` when that holds, else ``"BTCHW"``.
+        ``(batch, target_steps, channels, *grid)``. ``"BCHW"`` leaves out the time axis and needs
+        one input and at most one target step. ``"auto"``: ``"BCHW"`` when that holds, else
+        ``"BTCHW"``.
     prefetch : int, default 2
         Batches made ahead of the consumer.
     workers : int, optional

@@ -32,7 +32,8 @@ def epoch_order(samples: np.ndarray, *, seed: int, epoch: int, shuffle: str | bo
     if shuffle != "block":
         raise LoaderError(f"shuffle must be False, True, 'global' or 'block', got {shuffle!r}")
     blocks = [samples[i:i + block] for i in range(0, len(samples), block)]
-    stream = np.concatenate([blocks[i] for i in rng.permutation(len(blocks))]) if blocks else samples
+    stream = (np.concatenate([blocks[i] for i in rng.permutation(len(blocks))]) if blocks
+              else samples)
     out, pool = [], []
     for s in stream:
         pool.append(s)

@@ -146,14 +146,16 @@ def resolve_channel(group: Group, spec: str, time_dim: str, level_dim: str,
     if pick:
         if level_dim in dims:
             axis = dims.index(level_dim)
-            coord = group[level_dim][...] if level_dim in group.keys() else np.arange(arr.shape[axis])
+            coord = (group[level_dim][...] if level_dim in group.keys()
+                     else np.arange(arr.shape[axis]))
             try:
                 value = float(pick)
             except ValueError:
                 raise LoaderError(f"{spec!r}: {pick!r} is not a {level_dim} value") from None
             hits = np.nonzero(np.asarray(coord, dtype=np.float64) == value)[0]
             if not len(hits):
-                raise LoaderError(f"unknown {level_dim} {pick!r} for {name!r} (levels: {list(coord)})")
+                raise LoaderError(
+                    f"unknown {level_dim} {pick!r} for {name!r} (levels: {list(coord)})")
             fixed[axis] = int(hits[0])
         elif channel_dim in dims:
             axis = dims.index(channel_dim)

@@ -27,7 +27,8 @@ class CodecChoice:
         try:
             level = int(level_s) if level_s else None
         except ValueError:
-            raise InvalidArgumentError(f"{who}: codec level must be an integer in {text!r}") from None
+            raise InvalidArgumentError(
+                f"{who}: codec level must be an integer in {text!r}") from None
         kind, _, cname = name.partition("-")
         if kind == "blosc":
             if cname not in BLOSC_CNAMES:
@@ -39,7 +40,8 @@ class CodecChoice:
         if kind == "none" and level is not None:
             raise InvalidArgumentError(f"{who}: codec 'none' takes no level ({text!r})")
         if level is not None and not (0 <= level <= (22 if kind == "zstd" else 9)):
-            raise InvalidArgumentError(f"{who}: level {level} is out of range for {kind} ({text!r})")
+            raise InvalidArgumentError(
+                f"{who}: level {level} is out of range for {kind} ({text!r})")
         return cls(kind, cname or None, level if level is not None else DEFAULT_LEVEL.get(kind))
 
     def v2_compressor(self) -> dict | None:

@@ -21,7 +21,8 @@ def human_bytes(n: float) -> str:
 
 
 class Progress:
-    """Counts work items and the bytes they stand for; ``update`` after each, ``close`` at the end."""
+    """Counts work items and the bytes they stand for; ``update`` after each, ``close`` at the
+    end."""
 
     def __init__(self, total: int, desc: str, *, enabled: bool = True, out: TextIO | None = None):
         self.total, self.desc, self.enabled = max(total, 0), desc, enabled

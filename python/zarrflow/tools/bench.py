@@ -1,10 +1,12 @@
-"""``zarrflow bench``: how fast zarrflow reads *your* store, array by array, into host or GPU memory.
+"""``zarrflow bench``: how fast zarrflow reads *your* store, array by array, into host or GPU
+memory.
 
 For each array (every array of a group but the dimension coordinates such as ``latitude``, or
 the ones named with ``--array``) it reads a slab of whole chunks from the start of the first
-axis, about ``--size-gb`` of decoded data, once to warm up and then ``--runs`` times, and reports decoded
-GB/s (the first read's, and the median of the later ones, which find the store in the page cache
-when it fits there), CPU core-seconds per decoded GB, and on the GPU where the chunks were decoded.
+axis, about ``--size-gb`` of decoded data, once to warm up and then ``--runs`` times, and reports
+decoded GB/s (the first read's, and the median of the later ones, which find the store in the page
+cache when it fits there), CPU core-seconds per decoded GB, and on the GPU where the chunks were
+decoded.
 Host reads go into one reused buffer, as a training loop's would; GPU reads into GPU memory
 (``--device cuda``). Bytes are decoded bytes (the array's dtype), not stored ones.
 
@@ -80,7 +82,8 @@ def _arrays(node: Array | Group, names: list[str] | None) -> list[tuple[str, Arr
     the dimension coordinates."""
     if isinstance(node, Array):
         if names:
-            raise errors.InvalidArgumentError("--array names arrays of a group; this store is one array")
+            raise errors.InvalidArgumentError(
+                "--array names arrays of a group; this store is one array")
         return [(node.path or "/", node)]
     if names:
         out = []
@@ -166,7 +169,8 @@ def bench_array(name: str, arr: Array, *, device: str, size_gb: float, runs: int
     timed = [once() for _ in range(runs)]
     walls = [w for w, _ in timed]
     rates = [nbytes / w / 1e9 for w in walls]
-    res = ArrayBench(array=name, region="[" + ", ".join(f"{s.start}:{s.stop}" for s in region) + "]",
+    where = "[" + ", ".join(f"{s.start}:{s.stop}" for s in region) + "]"
+    res = ArrayBench(array=name, region=where,
                      decoded_bytes=nbytes, first_GBps=nbytes / first / 1e9,
                      GBps=statistics.median(rates), runs_GBps=rates,
                      core_s_per_GB=statistics.median(c for _, c in timed) / (nbytes / 1e9))
@@ -213,15 +217,16 @@ def add_parser(sub) -> None:
 def run(args, out: TextIO | None = None) -> list[ArrayBench]:
     out = out if out is not None else sys.stdout
     if args.runs < 1 or not args.size_gb > 0:
-        raise errors.InvalidArgumentError(f"--runs must be >= 1 and --size-gb > 0 (got {args.runs}, "
-                                f"{args.size_gb})")
+        raise errors.InvalidArgumentError(
+            f"--runs must be >= 1 and --size-gb > 0 (got {args.runs}, {args.size_gb})")
     try:
         kind, index = _gpu.parse_device(args.device)
     except ValueError as e:
         raise errors.InvalidArgumentError(str(e)) from None
     device = "cpu" if kind == "cpu" else f"cuda:{index}"
     if kind == "cuda" and not _gpu.cuda_available():
-        raise errors.InvalidArgumentError(f"--device {args.device}: no usable GPU ({_gpu.cuda_status()})")
+        raise errors.InvalidArgumentError(
+            f"--device {args.device}: no usable GPU ({_gpu.cuda_status()})")
     if args.threads:
         from .._threads import set_num_threads
 
@@ -229,7 +234,8 @@ def run(args, out: TextIO | None = None) -> list[ArrayBench]:
     node = zf_open(args.path, storage_options=storage_options_from(args))
     arrays = _arrays(node, args.array)
     if not arrays:
-        raise errors.InvalidArgumentError(f"{args.path}: no arrays to measure; name one with --array")
+        raise errors.InvalidArgumentError(
+            f"{args.path}: no arrays to measure; name one with --array")
     progress = Progress(len(arrays) * (args.runs + 1), "bench", enabled=not args.quiet)
     results = [bench_array(name, arr, device=device, size_gb=args.size_gb, runs=args.runs,
                            progress=progress) for name, arr in arrays]

@@ -23,7 +23,8 @@ def _shape(t: tuple | None) -> str:
 
 
 def _array_lines(arr: Array, deep: bool) -> list[str]:
-    dims = "—" if arr.dims is None else "(" + ", ".join(d if d is not None else "·" for d in arr.dims) + ")"
+    dims = ("—" if arr.dims is None
+            else "(" + ", ".join(d if d is not None else "·" for d in arr.dims) + ")")
     lines = [
         f"shape {_shape(arr.shape)}  dtype {arr.dtype}  chunks {_shape(arr.chunks)}"
         f"  shards {_shape(arr.shards)}  dims {dims}",

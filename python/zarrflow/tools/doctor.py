@@ -73,7 +73,8 @@ def _thread_line() -> str:
 
 def _memory_line() -> str:
     setting = os.environ.get("ZARRFLOW_GPU_MEMORY_LIMIT")
-    source = f"ZARRFLOW_GPU_MEMORY_LIMIT={setting}" if setting else f"default {_gpu.DEFAULT_LIMIT:g}"
+    source = (f"ZARRFLOW_GPU_MEMORY_LIMIT={setting}" if setting
+              else f"default {_gpu.DEFAULT_LIMIT:g}")
     if not _gpu.cuda_available():
         return f"GPU memory limit: {source} of a GPU's memory (no usable GPU here)"
     try:

@@ -513,18 +513,19 @@ def _ts_spec(root: Path, p: ArrayPlan, opts: Options) -> dict:
     choice = CodecChoice.parse(opts.codec, "rechunk")
     path = str(root / p.name) if p.name else str(root)
     if opts.zarr_format == 2:
-        meta = {"shape": list(p.shape), "chunks": list(p.chunks), "dtype": p.dtype.newbyteorder("<").str
-                if p.dtype.itemsize > 1 else p.dtype.str,
-                "compressor": choice.v2_compressor(), "fill_value": _fill_json(p.fill_value, p.dtype),
-                "order": "C", "filters": None}
+        dtype = p.dtype.newbyteorder("<").str if p.dtype.itemsize > 1 else p.dtype.str
+        meta = {"shape": list(p.shape), "chunks": list(p.chunks), "dtype": dtype,
+                "compressor": choice.v2_compressor(),
+                "fill_value": _fill_json(p.fill_value, p.dtype), "order": "C", "filters": None}
         return {"driver": "zarr", "kvstore": {"driver": "file", "path": path}, "metadata": meta}
-    inner = [{"name": "bytes", "configuration": {"endian": "little"}}] + choice.v3_codecs(p.dtype.itemsize)
+    little = {"name": "bytes", "configuration": {"endian": "little"}}
+    inner = [little] + choice.v3_codecs(p.dtype.itemsize)
     if opts.crc32c:
         inner.append({"name": "crc32c"})
     if p.shards:
         codecs = [{"name": "sharding_indexed", "configuration": {
             "chunk_shape": list(p.chunks), "codecs": inner,
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_codecs": [little, {"name": "crc32c"}],
             "index_location": "end"}}]
         grid = p.shards
     else:
@@ -791,7 +792,8 @@ def _work(plans: list[ArrayPlan], opts: Options) -> list[tuple[ArrayPlan, int, t
             raise RechunkError(f"rechunk: one {'shard' if p.shards else 'chunk'} of {p.name!r} "
                                f"({wb_bytes / 2**20:.1f} MiB) does not fit in --memory "
                                f"{memory / 2**20:.1f} MiB")
-        work += [(p, k, region) for k, region in enumerate(units(p, unit_shape(p, per_unit_budget)))]
+        regions = units(p, unit_shape(p, per_unit_budget))
+        work += [(p, k, region) for k, region in enumerate(regions)]
     return work
 
 
@@ -985,12 +987,14 @@ def add_parser(sub) -> None:
     p.add_argument("source", help="local path, or s3://, gs://, http(s):// URL")
     add_storage_arguments(p)
     p.add_argument("dest", help="output store (refused if present unless --overwrite)")
-    p.add_argument("--chunks", help="target chunk per named dim, e.g. time=1,latitude=721,longitude=1440"
-                                    " (dims not named keep the source chunk)")
+    p.add_argument("--chunks", help="target chunk per named dim, e.g. "
+                                    "time=1,latitude=721,longitude=1440 (dims not named keep the "
+                                    "source chunk)")
     p.add_argument("--shards", help="shard shape per named dim (Zarr v3), e.g. time=8; "
                                     "dims not named: one chunk per shard")
     p.add_argument("--codec", default="zstd:3",
-                   help="none, zstd[:L], gzip[:L], blosc-<cname>[:L] (byte shuffle); default zstd:3")
+                   help="none, zstd[:L], gzip[:L], blosc-<cname>[:L] (byte shuffle); "
+                        "default zstd:3")
     p.add_argument("--crc32c", action="store_true", help="append a crc32c checksum codec (v3)")
     p.add_argument("--zarr-format", type=int, choices=(2, 3), default=3)
     p.add_argument("--stack", help="stack variables into one (time, channel, ...) array: "

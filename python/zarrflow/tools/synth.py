@@ -99,7 +99,8 @@ class SynthSpec:
         list of (str, int or None)
             ``(variable, level)`` pairs; the level is None for surface variables.
         """
-        return [(v, None) for v in self.surface] + [(v, lev) for v in self.upper for lev in self.levels]
+        upper = [(v, lev) for v in self.upper for lev in self.levels]
+        return [(v, None) for v in self.surface] + upper
 
     def validate(self) -> None:
         """Check that the spec can be written.
@@ -190,8 +191,8 @@ def _compressors(text: str, zarr_format: int) -> list | None:
 
 def _write_coords(root, spec: SynthSpec, zarr_format: int, with_level: bool) -> None:
     lat, lon = grid(spec.nlat, spec.nlon)
-    coords = [("time", np.arange(spec.ntime, dtype="int64") * 6, {"units": "hours since 2020-01-01",
-                                                                  "calendar": "proleptic_gregorian"}),
+    time_attrs = {"units": "hours since 2020-01-01", "calendar": "proleptic_gregorian"}
+    coords = [("time", np.arange(spec.ntime, dtype="int64") * 6, time_attrs),
               ("latitude", lat, {"units": "degrees_north"}),
               ("longitude", lon, {"units": "degrees_east"})]
     if with_level:
@@ -211,7 +212,8 @@ def _makers(spec: SynthSpec) -> list[FieldMaker]:
     out = []
     for name, lev in spec.channels():
         key = sum(map(ord, name)) * 1009 + (lev or 0)
-        out.append(FieldMaker(name, spec.nlat, spec.nlon, seed=spec.seed * 1_000_003 + key, level=lev))
+        out.append(FieldMaker(name, spec.nlat, spec.nlon, seed=spec.seed * 1_000_003 + key,
+                              level=lev))
     return out
 
 
@@ -274,8 +276,8 @@ def _write_stacked(path: Path, spec: SynthSpec, progress: Progress) -> list[str]
     _write_coords(root, spec, 3, with_level=False)
     shape = (spec.ntime, len(channels), spec.nlat, spec.nlon)
     chunks = (1, 1, spec.nlat, spec.nlon)
-    data = root.create_array("data", shape=shape, dtype="float32", chunks=chunks,
-                             shards=(1, len(channels), spec.nlat, spec.nlon) if spec.shard else None,
+    shards = (1, len(channels), spec.nlat, spec.nlon) if spec.shard else None
+    data = root.create_array("data", shape=shape, dtype="float32", chunks=chunks, shards=shards,
                              compressors=_compressors(spec.resolved_codec(), 3), fill_value=np.nan,
                              dimension_names=["time", "channel", "latitude", "longitude"])
     data.attrs["channels"] = [n if lev is None else f"{n}@{lev}" for n, lev in channels]
@@ -400,7 +402,8 @@ def add_parser(sub) -> None:
                        description=__doc__.split("\n\n")[0])
     p.add_argument("path", help="output store (refused if present unless --overwrite)")
     p.add_argument("--layout", choices=LAYOUTS, default="stacked",
-                   help="wb2: Zarr v2, one array per variable; stacked: Zarr v3 (time, channel, lat, lon)")
+                   help="wb2: Zarr v2, one array per variable; stacked: Zarr v3 "
+                        "(time, channel, lat, lon)")
     p.add_argument("--channels", choices=sorted(PRESETS), default="6",
                    help="6: t2m + u/v/t/z/q at 500 hPa; 71: 6 surface + 5 variables x 13 levels")
     p.add_argument("--levels", help="override the pressure levels, e.g. 500,850")
