@@ -509,8 +509,8 @@ def shares71_values(results: Path) -> Values:
 
     gpu, workers = by["zarrflow-gpu@0"], by["zarrflow-gpu@0"]["loader_stats"]["workers"]
     sentence = (
-        f"{', '.join(n.split('@')[1] for n in fixed)} of the chunks decoded on the host train at "
-        f"{each('{:.3f}', lambda r: r['real_over_synthetic'])} of synthetic against "
+        f"with {', '.join(n.split('@')[1] for n in fixed)} of the chunks decoded on the host the "
+        f"model trains at {each('{:.3f}', lambda r: r['real_over_synthetic'])} of synthetic, against "
         f"{gpu['real_over_synthetic']:.3f} all on the GPU and "
         f"{by['zarrflow-gpu']['real_over_synthetic']:.3f} by default: the model's compute falls "
         f"({each('{:.0f}', lambda r: _per_step_ms(r, 'compute_s'))} ms a step against "

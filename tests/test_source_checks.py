@@ -47,7 +47,7 @@ def test_cpp_sources_are_formatted():
                                  "on the files):\n" + run.stderr[:4000])
 
 
-def test_python_sources_pass_pyflakes_checks():
+def test_python_sources_pass_ruff_checks():
     if importlib.util.find_spec("ruff") is None:
         pytest.skip("ruff is not installed (pip install 'zarrflow[test]')")
     tracked("*.py")  # a checkout, not an installed copy
