@@ -22,9 +22,7 @@ It is an upper bound, not a forecast. It leaves out that the host also stages th
 GPU decodes (part of T_h is staging that every share pays), and that a loader worker does a
 batch's host work and waits for its GPU work in turn (a read piece's GPU decoding starts once
 its host-decoded chunks are done), so with two workers the two costs partly add up instead of
-overlapping. At 71 zstd channels on an H100 the best split of these costs (host share 0.36) was
-computed at 0.69 of synthetic and ran at 0.46, and fixed shares of 0.1-0.3 ran no faster than
-all on the GPU (docs/performance.md, "Who decodes").
+overlapping: docs/performance.md, "Who decodes", compares the bound with the runs.
 """
 
 from __future__ import annotations

@@ -71,10 +71,7 @@ Status read_batch_on_host(std::span<const ReadRequest> requests,
   const std::vector<std::size_t> first = first_readers(requests, transforms);
   std::vector<std::size_t> readers, copies;
   for (std::size_t i = 0; i < n; ++i) (first[i] == i ? readers : copies).push_back(i);
-  // As read_many: a remote store's requests mostly wait on the network, on its I/O pool.
-  ThreadPool* pool = options.pool;
-  if (n > 0 && requests.front().array->store().io_pool() != nullptr)
-    pool = requests.front().array->store().io_pool();
+  ThreadPool* pool = requests_pool(requests, options.pool);
   std::unique_ptr<ReadCounters[]> counters(new ReadCounters[n]);
   std::vector<std::uint64_t> nans(n, 0);
   ZF_RETURN_IF_ERROR(parallel_for(pool, readers.size(), [&](std::size_t k) -> Status {

@@ -118,6 +118,11 @@ class Store {
   // per-chunk fetches on it instead of the CPU-sized pool, so network latency, not the core
   // count, sets the concurrency. Local stores: null (reads use the caller's pool).
   [[nodiscard]] virtual ThreadPool* io_pool() const { return nullptr; }
+  // The pool a reader runs this store's fetches on: io_pool(), else `fallback` (the caller's).
+  [[nodiscard]] ThreadPool* fetch_pool(ThreadPool* fallback) const {
+    ThreadPool* io = io_pool();
+    return io != nullptr ? io : fallback;
+  }
 
   // How readers should merge nearby ranges of one value (inner chunks of a shard) on this store.
   [[nodiscard]] virtual CoalesceOptions coalescing() const { return {}; }

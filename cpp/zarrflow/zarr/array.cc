@@ -139,7 +139,7 @@ Status Array::read(const Selection& region, const StridedView& dest,
   // Planning allocates too (a list of the chunks a region touches can be long).
   try {
     const auto blocks = chunk_blocks(region, md_.chunk_shape);
-    ThreadPool* pool = store_->io_pool() != nullptr ? store_->io_pool() : options.pool;
+    ThreadPool* pool = store_->fetch_pool(options.pool);
     DecodeContext ctx{pool, options.buffers, store_->coalescing()};
     ctx.shard_indexes = options.shard_indexes;
     ctx.counters = options.counters;
@@ -242,12 +242,12 @@ Result<StorageInfo> Array::storage_info() const {
   return info;
 }
 
+ThreadPool* requests_pool(std::span<const ReadRequest> requests, ThreadPool* fallback) {
+  return requests.empty() ? fallback : requests.front().array->store().fetch_pool(fallback);
+}
+
 Status read_many(std::span<const ReadRequest> requests, const ReadOptions& options) {
-  // Requests on a remote store are mostly waiting on the network: run them on its I/O pool.
-  ThreadPool* pool = options.pool;
-  if (!requests.empty() && requests.front().array->store().io_pool() != nullptr)
-    pool = requests.front().array->store().io_pool();
-  return parallel_for(pool, requests.size(), [&](std::size_t i) {
+  return parallel_for(requests_pool(requests, options.pool), requests.size(), [&](std::size_t i) {
     return requests[i].array->read(requests[i].region, requests[i].dest, options);
   });
 }

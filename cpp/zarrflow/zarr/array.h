@@ -130,7 +130,11 @@ class Array {
   std::string attributes_json_;
 };
 
-// Runs every request (in parallel on options.pool; each read also parallel inside).
+// The pool a list of requests runs on: a remote store's I/O pool (its requests mostly wait on the
+// network), else `fallback`.
+ThreadPool* requests_pool(std::span<const ReadRequest> requests, ThreadPool* fallback);
+
+// Runs every request (in parallel on requests_pool; each read also parallel inside).
 Status read_many(std::span<const ReadRequest> requests, const ReadOptions& options);
 
 }  // namespace zarrflow

@@ -221,7 +221,7 @@ Result<VlenData> read_vlen(const Array& array, const Selection& region,
   Arenas arenas;
   if (n > 0) {
     const auto blocks = chunk_blocks(region, array.metadata().chunk_shape);
-    ThreadPool* pool = array.store().io_pool() != nullptr ? array.store().io_pool() : options.pool;
+    ThreadPool* pool = array.store().fetch_pool(options.pool);
     DecodeContext ctx{pool, options.buffers, array.store().coalescing()};
     ctx.shard_indexes = options.shard_indexes;
     const VlenReader reader(ctx, arenas);

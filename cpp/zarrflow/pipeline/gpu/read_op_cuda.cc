@@ -53,7 +53,7 @@ Status ReadOp::fetch(Batch& b) {
   std::atomic<std::uint64_t> converted_nans{0};
   std::atomic<std::int64_t> direct_reads{0};
   ThreadPool* io =
-      b.items.empty() ? opt_.pool : fetch_pool(items_[b.items.front()].arr->store(), opt_.pool);
+      b.items.empty() ? opt_.pool : items_[b.items.front()].arr->store().fetch_pool(opt_.pool);
   ZF_RETURN_IF_ERROR(parallel_for(io, b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
     ZF_RETURN_IF_ERROR(fetch_item(it, b, cufile, converted_nans, direct_reads));

@@ -95,10 +95,6 @@ void split_host_share(std::vector<Item>& items, double host_share) {
 
 }  // namespace
 
-ThreadPool* fetch_pool(const Store& store, ThreadPool* fallback) {
-  return store.io_pool() != nullptr ? store.io_pool() : fallback;
-}
-
 const ChainProgram* ChainPrograms::of(const CodecChain* chain) {
   auto it = programs_.find(chain);
   if (it == programs_.end()) it = programs_.emplace(chain, analyze_chain(*chain)).first;
@@ -147,7 +143,7 @@ Status gather_items(const ReadRequest& request, const ElementTransform* tf,
   std::vector<std::vector<Item>> per_shard(blocks.size());
   DecodeContext ctx{nullptr, options.buffers, arr.store().coalescing()};
   ctx.shard_indexes = options.shard_indexes;
-  ThreadPool* pool = fetch_pool(arr.store(), options.pool);
+  ThreadPool* pool = arr.store().fetch_pool(options.pool);
   ZF_RETURN_IF_ERROR(parallel_for(pool, blocks.size(), [&](std::size_t i) -> Status {
     return gather_shard(arr, blocks[i], request.dest, tf, ctx, per_shard[i]);
   }));
@@ -217,7 +213,7 @@ Status measure_stored_sizes(std::vector<Item>& items, ThreadPool* pool) {
       unsized.push_back(i);
     }
   }
-  ThreadPool* io = items.empty() ? pool : fetch_pool(items.front().arr->store(), pool);
+  ThreadPool* io = items.empty() ? pool : items.front().arr->store().fetch_pool(pool);
   return parallel_for(io, unsized.size(), [&](std::size_t u) -> Status {
     Item& it = items[unsized[u]];
     auto size = it.arr->store().size(it.key);

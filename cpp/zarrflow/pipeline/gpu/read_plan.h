@@ -33,9 +33,6 @@ struct PlanOptions {
   double host_share = 0.0;  // see DeviceReadOptions::host_share
 };
 
-// Remote stores bring their own I/O pool (one thread per request in flight); local ones use ours.
-ThreadPool* fetch_pool(const Store& store, ThreadPool* fallback);
-
 // Each codec chain's GPU program (analyze_chain), analysed once per read.
 class ChainPrograms {
  public:
