@@ -23,7 +23,8 @@ and measures, per run, samples/s and the share of step time spent waiting for da
 - ``baseline-xarray``      the same over xarray + zarr-python (``xr.open_zarr``);
 - ``synthetic+RUN``        the model trains on the synthetic tensors while RUN's loader runs
                            alongside (each step takes a real batch and drops it): what the
-                           loader's work costs the model's steps.
+                           loader's work costs the model's steps (``synthetic+zarrflow-cpu``
+                           leaves its batches on the host: no CUDA calls of the loader's own);
 
 A run may be listed more than once (``synthetic,zarrflow-gpu,synthetic``): real/synthetic then
 divides by the mean of the synthetic runs, which brackets drift of the GPU's speed over time.
@@ -174,8 +175,11 @@ def baseline_depth(args, nchan: int, world: int, batch_size: int) -> tuple[int, 
 
 
 def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: torch.device,
-              rank: int, world: int):
-    """(train iterable factory(epoch) → iterator of (x, y) on the GPU, validation factory)."""
+              rank: int, world: int, copy_to_gpu: bool = True):
+    """(train iterable factory(epoch) → iterator of (x, y) on the GPU, validation factory).
+
+    ``copy_to_gpu=False`` leaves a host loader's batches on the host (a loader running beside
+    synthetic training then makes no CUDA calls of its own)."""
     dtype = "bfloat16" if args.bf16 else "float32"
     tr, va = split
     # A short held-out range, in batches of at most 8: the validation loader's batches are in
@@ -206,7 +210,7 @@ def make_data(kind: str, args, stats: dict, split: tuple[range, range], device: 
         def wrap(loader, epoch):
             loader.set_epoch(epoch)
             for b in loader:
-                if on_gpu:
+                if on_gpu or not copy_to_gpu:
                     yield b["x"], b["y"]
                 else:
                     yield (b["x"].pin_memory().to(device, non_blocking=True),
@@ -269,7 +273,7 @@ def run(kind: str, args, stats: dict, split, device, rank: int, world: int) -> d
         train_iter = lambda e: ((xs, ys) for _ in range(args.synthetic_steps))  # noqa: E731
     elif kind.startswith("synthetic+"):  # the model sees the synthetic tensors, the loader runs
         data_iter, _ = make_data(kind.removeprefix("synthetic+"), args, stats, split, device,
-                                 rank, world)
+                                 rank, world, copy_to_gpu=False)
 
         def train_iter(e):  # same pace as a real run: each step takes (and drops) a real batch
             for x, _ in data_iter(e):
