@@ -132,9 +132,10 @@ def numcodecs_values(results: Path) -> Values:
     native = table(["codec", "ratio", "numcodecs", "zarrflow"],
                    [[r["codec"], f"{r['ratio']:.2f}", f"{r['numcodecs_mb_s']:.0f}",
                      f"{r['zarrflow_mb_s']:.0f}"] for r in res["native"]])
-    fallback = "; ".join(f"{r['chunk_kib']} KiB chunks {r['plain_us_per_chunk']:.1f} without, "
-                         f"{r['fallback_us_per_chunk']:.1f} through numcodecs"
-                         for r in res["fallback_cost"])
+    fc = res["fallback_cost"]
+    fallback = (" / ".join(f"{r['chunk_kib']}" for r in fc) + " KiB chunks "
+                + " / ".join(f"{r['plain_us_per_chunk']:.1f}" for r in fc) + " without, "
+                + " / ".join(f"{r['fallback_us_per_chunk']:.1f}" for r in fc) + " through numcodecs")
     small = [r["overhead_us_per_chunk"] for r in res["fallback_cost"] if r["chunk_kib"] <= 64]
     pcodec = {r["reader"].split(" ")[0]: r["mb_s"] for r in res["pcodec"]
               if "chunk by chunk" in r["reader"] or r["reader"].startswith("numcodecs")}
@@ -422,11 +423,6 @@ def training_values(results: Path) -> Values:
 SPLIT = "train_unet_71ch_zstd_split_h100.json"
 
 
-def _synthetic_rates(res: dict) -> str:
-    """samples/s of a training result's synthetic runs, " / " between them."""
-    return " / ".join(f"{r['samples_per_s']:.1f}" for r in res["runs"] if r["run"] == "synthetic")
-
-
 def _step_ms(res: dict, run: dict) -> str:
     return f"{1e3 * res['batch_size'] / run['samples_per_s']:.0f}"
 
@@ -440,14 +436,12 @@ def split_values(results: Path) -> Values:
     c = res["split_ceiling"]
 
     def run(r: dict) -> str:
-        return (f"{r['real_over_synthetic']:.3f} of synthetic (step {_step_ms(res, r)} ms, waiting "
-                f"{100 * r['data_wait_fraction']:.1f}%)")
+        return f"{r['real_over_synthetic']:.3f} (step {_step_ms(res, r)} ms)"
 
-    sentence = (f"all on the GPU {run(gpu)}, all on the host {run(host)}; `benchmarks/decode_split"
-                f".py`'s best split of these two costs, host share {c['host_share']:.2f}, would "
-                f"reach {c['real_over_synthetic']:.3f} and ran at {best['real_over_synthetic']:.3f}")
-    return {"split_sentence": sentence, "split_date": res["date"],
-            "split_synthetic": _synthetic_rates(res)}
+    sentence = (f"all on the GPU {run(gpu)}, all on the host {run(host)}; `decode_split.py`'s "
+                f"best split of the two, host share {c['host_share']:.2f}, would reach "
+                f"{c['real_over_synthetic']:.3f} and ran at {best['real_over_synthetic']:.3f}")
+    return {"split_sentence": sentence, "split_date": res["date"]}
 
 
 # --- the loader's stream priority at 71 compressed channels -------------------------------------
@@ -509,15 +503,15 @@ def shares71_values(results: Path) -> Values:
 
     gpu, workers = by["zarrflow-gpu@0"], by["zarrflow-gpu@0"]["loader_stats"]["workers"]
     sentence = (
-        f"with {', '.join(n.split('@')[1] for n in fixed)} of the chunks decoded on the host the "
-        f"model trains at {each('{:.3f}', lambda r: r['real_over_synthetic'])} of synthetic, against "
+        f"host shares {', '.join(n.split('@')[1] for n in fixed)} train at "
+        f"{each('{:.3f}', lambda r: r['real_over_synthetic'])} of synthetic, against "
         f"{gpu['real_over_synthetic']:.3f} all on the GPU and "
         f"{by['zarrflow-gpu']['real_over_synthetic']:.3f} by default: the model's compute falls "
         f"({each('{:.0f}', lambda r: _per_step_ms(r, 'compute_s'))} ms a step against "
         f"{_per_step_ms(gpu, 'compute_s'):.0f}), but each worker's batch takes longer "
-        f"({each('{:.2f}', batch_s)} s against {batch_s(gpu):.2f}; {workers} workers), so the "
-        f"model waits ({each('{:.0f}', lambda r: _per_step_ms(r, 'wait_s'))} ms a step against "
-        f"{_per_step_ms(gpu, 'wait_s'):.0f})")
+        f"({each('{:.2f}', batch_s)} s against {batch_s(gpu):.2f}; {workers} workers) and the "
+        f"model waits ({each('{:.0f}', lambda r: _per_step_ms(r, 'wait_s'))} against "
+        f"{_per_step_ms(gpu, 'wait_s'):.0f} ms)")
     return {"shares71_date": res["date"], "shares71_sentence": sentence}
 
 
@@ -613,6 +607,42 @@ def ddp71_values(results: Path) -> Values:
             "ddp71_wait": f"{100 * real['data_wait_fraction']:.1f}%", "ddp71_sentence": sentence}
 
 
+# --- DDP on another node: four H200s ---------------------------------------------------------------
+H200X4 = ("train_unet_6ch_4xh200_ddp.json", "train_unet_71ch_4xh200_ddp.json",
+          "train_unet_71ch_4xh200_workers1.json")
+
+
+def h200x4_values(results: Path) -> Values:
+    """DDP at 6 and 71 channels on a 4 x H200 node, and 71 with one loader worker a rank."""
+    six, seventy, one = (load(results, n) for n in H200X4)
+
+    def ratios(res: dict, run: str) -> list[float]:
+        return [r["real_over_synthetic"] for r in res["runs"] if r["run"] == run]
+
+    def real(res: dict) -> dict:
+        return next(r for r in res["runs"] if r["run"] == "zarrflow-gpu")
+
+    def reads(res: dict) -> str:  # the node's loaders together, stored GB/s
+        st = real(res)["loader_stats"]
+        return f"{real(res)['samples_per_s'] * st['stored_bytes'] / st['samples'] / 1e9:.0f}"
+
+    default = " and ".join(f"{x:.3f}" for x in ratios(six, "zarrflow-gpu"))
+    synth71 = statistics.mean(r["samples_per_s"] for r in seventy["runs"] if r["run"] == "synthetic")
+    st = real(seventy)["loader_stats"]
+    needed = synth71 * st["stored_bytes"] / st["samples"] / 1e9
+    sentence = (
+        f"6 channels {default} of synthetic with the defaults, "
+        f"{ratios(six, 'zarrflow-gpu-normal')[0]:.3f} at normal stream priority, "
+        f"{ratios(six, 'synthetic+zarrflow-gpu')[0]:.3f} on synthetic batches beside the loader; 71 "
+        f"uncompressed channels {ratios(seventy, 'zarrflow-gpu')[0]:.3f} (waits "
+        f"{100 * real(seventy)['data_wait_fraction']:.1f}%, queue depth "
+        f"{real(seventy)['loader_stats']['mean_queue_depth']:.2f}): the four ranks read "
+        f"{reads(seventy)} GB/s of stored float32 where the model would take {needed:.0f}; "
+        f"with one worker a rank {ratios(one, 'zarrflow-gpu')[0]:.3f} (waits "
+        f"{100 * real(one)['data_wait_fraction']:.1f}%)")
+    return {"h200x4_date": six["date"], "h200x4_sentence": sentence}
+
+
 # --- rechunking --------------------------------------------------------------------------------------
 RECHUNK_TOOLS = ("zarrflow", "zarrflow --verify", "tensorstore")
 RECHUNK_CASES = {"time-batch 4, zstd:3": "time batches of 4, zstd-3",
@@ -669,6 +699,7 @@ def remote_values(results: Path) -> Values:
 SECTIONS = (realism_values, read_values, numcodecs_values, gpu_values, loader_values,
             ceilings_values, sm_cost_values, training_values, split_values,
             priority71_values, shares71_values, node_values, workers4_values, ddp71_values,
+            h200x4_values,
             rechunk_values, remote_values)
 
 
