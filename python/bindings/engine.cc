@@ -182,7 +182,10 @@ T* pointer_of(const nb::object& h) {
 std::shared_ptr<BatchMaker> maker_of(BatchRecipe recipe, const EngineArgs& a) {
   ReadOptions host = read_options(pointer_of<Executor>(a.executor));
   host.shard_indexes = pointer_of<ShardIndexCache>(a.shard_indexes);
-  if (a.device == "cpu") return std::make_shared<HostBatchMaker>(std::move(recipe), host);
+  // Batches in flight: one per worker, `depth` made and waiting.
+  if (a.device == "cpu")
+    return std::make_shared<HostBatchMaker>(std::move(recipe), host,
+                                            std::size_t(a.workers + a.depth));
 #ifdef ZARRFLOW_HAVE_CUDA
   GpuReader& reader = reader_of(a.reader);
   gpu::DeviceReadOptions opts;

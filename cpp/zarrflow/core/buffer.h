@@ -117,6 +117,8 @@ class BufferPool {
   Buffer acquire(std::size_t size);
 
   [[nodiscard]] std::size_t cached_bytes() const { return cache_.cached_bytes(); }
+  // Raises the budget of cached bytes to at least `bytes` (never lowers it).
+  void raise_budget(std::size_t bytes) { cache_.raise_budget(bytes); }
 
  private:
   friend class Buffer;

@@ -107,8 +107,15 @@ Status read_batch_on_host(std::span<const ReadRequest> requests,
 
 Result<MadeBatch> HostBatchMaker::make(const BatchJob& job, int /*worker*/, double /*host_share*/) {
   MadeBatch out;
-  auto memory = std::make_shared<Buffer>(batch_bytes(recipe_, job));
-  out.data = memory->data();
+  const std::size_t bytes = batch_bytes(recipe_, job);
+  batches_->raise_budget(keep_ * bytes);
+  // The buffer goes back to the pool before the batch lets go of the pool.
+  struct Pooled {
+    std::shared_ptr<BufferPool> pool;
+    Buffer buffer;
+  };
+  auto memory = std::make_shared<Pooled>(Pooled{batches_, batches_->acquire(bytes)});
+  out.data = memory->buffer.data();
   out.memory = memory;
   out.shape = batch_shape(recipe_, job);
   out.dtype = recipe_.dtype;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <vector>
 
 #include "zarrflow/pipeline/batch_recipe_test_util.h"
 #include "zarrflow/pipeline/gpu/read_test_util.h"
@@ -178,6 +180,35 @@ TEST(HostBatchMaker, NormalisesAndCountsNaNs) {
   EXPECT_EQ(out[0], (float(want[0]) - 100.f) * 0.5f);
   EXPECT_EQ(out[3], float(want[3]));
   EXPECT_EQ(made->report.nans, 4u);  // channel 0: two elements of the missing chunk per step
+}
+
+// A batch the consumer lets go returns its memory for the next one (up to `keep` batches' worth),
+// even after the maker itself is gone; the reused memory holds the next batch's values.
+TEST(HostBatchMaker, ReleasedBatchesLendTheirMemoryToTheNext) {
+  Arrays a;
+  auto maker = std::make_unique<HostBatchMaker>(batch_test::recipe(a), ReadOptions{}, 2);
+  auto first = maker->make(batch_test::job(), 0, 0.0);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  const void* memory = first->data;
+  const std::size_t bytes = 24 * sizeof(std::int32_t);
+  first = Result<MadeBatch>(MadeBatch{});  // the consumer let it go
+  EXPECT_EQ(maker->kept_bytes(), bytes);
+  auto second = maker->make(batch_test::job(), 0, 0.0);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->data, memory);
+  EXPECT_EQ(maker->kept_bytes(), 0u);
+  const auto* out = static_cast<const std::int32_t*>(second->data);
+  EXPECT_EQ(std::vector<std::int32_t>(out, out + 24), batch_test::expected());
+  // Three let go at once: two batches' worth stay.
+  std::vector<MadeBatch> held;
+  for (int i = 0; i < 3; ++i)
+    held.push_back(std::move(maker->make(batch_test::job(), 0, 0.0)).value());
+  held.clear();
+  EXPECT_EQ(maker->kept_bytes(), 2 * bytes);
+  // A batch outliving its maker returns its memory to the pool it shares.
+  MadeBatch last = std::move(second).value();
+  maker.reset();
+  last = MadeBatch{};
 }
 
 TEST(HostBatchMaker, MissingChunksFailWhenTheRecipeSaysSo) {
