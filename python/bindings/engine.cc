@@ -182,10 +182,10 @@ T* pointer_of(const nb::object& h) {
 std::shared_ptr<BatchMaker> maker_of(BatchRecipe recipe, const EngineArgs& a) {
   ReadOptions host = read_options(pointer_of<Executor>(a.executor));
   host.shard_indexes = pointer_of<ShardIndexCache>(a.shard_indexes);
-  // Batches in flight: one per worker, `depth` made and waiting.
+  // Batches alive at once: `depth` started and not yet taken, and the one the consumer holds
+  // (the Loader's depth is prefetch + workers - 1).
   if (a.device == "cpu")
-    return std::make_shared<HostBatchMaker>(std::move(recipe), host,
-                                            std::size_t(a.workers + a.depth));
+    return std::make_shared<HostBatchMaker>(std::move(recipe), host, std::size_t(a.depth + 1));
 #ifdef ZARRFLOW_HAVE_CUDA
   GpuReader& reader = reader_of(a.reader);
   gpu::DeviceReadOptions opts;
