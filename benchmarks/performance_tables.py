@@ -608,39 +608,45 @@ def ddp71_values(results: Path) -> Values:
 
 
 # --- DDP on another node: four H200s ---------------------------------------------------------------
-H200X4 = ("train_unet_6ch_4xh200_ddp.json", "train_unet_71ch_4xh200_ddp.json",
-          "train_unet_71ch_4xh200_workers1.json")
+H200X4 = {"six": "train_unet_6ch_4xh200_ddp.json", "beside": "train_unet_6ch_4xh200_beside.json",
+          "seventy": "train_unet_71ch_4xh200_ddp.json", "again": "train_unet_71ch_4xh200_ddp_run2.json",
+          "one": "train_unet_71ch_4xh200_workers1.json"}
 
 
 def h200x4_values(results: Path) -> Values:
-    """DDP at 6 and 71 channels on a 4 x H200 node, and 71 with one loader worker a rank."""
-    six, seventy, one = (load(results, n) for n in H200X4)
+    """DDP at 6 and 71 channels on a 4 x H200 node: the defaults, normal stream priority, the CPU
+    and GPU loaders beside synthetic training, and 71 with one loader worker a rank."""
+    res = {k: load(results, n) for k, n in H200X4.items()}
 
-    def ratios(res: dict, run: str) -> list[float]:
-        return [r["real_over_synthetic"] for r in res["runs"] if r["run"] == run]
+    def ratios(key: str, run: str) -> list[float]:
+        return [r["real_over_synthetic"] for r in res[key]["runs"] if r["run"] == run]
 
-    def real(res: dict) -> dict:
-        return next(r for r in res["runs"] if r["run"] == "zarrflow-gpu")
+    def real(key: str) -> dict:
+        return next(r for r in res[key]["runs"] if r["run"] == "zarrflow-gpu")
 
-    def reads(res: dict) -> str:  # the node's loaders together, stored GB/s
-        st = real(res)["loader_stats"]
-        return f"{real(res)['samples_per_s'] * st['stored_bytes'] / st['samples'] / 1e9:.0f}"
+    def stored_gbps(key: str, samples_per_s: float) -> float:  # the four ranks' loaders together
+        st = real(key)["loader_stats"]
+        return samples_per_s * st["stored_bytes"] / st["samples"] / 1e9
 
-    default = " and ".join(f"{x:.3f}" for x in ratios(six, "zarrflow-gpu"))
-    synth71 = statistics.mean(r["samples_per_s"] for r in seventy["runs"] if r["run"] == "synthetic")
-    st = real(seventy)["loader_stats"]
-    needed = synth71 * st["stored_bytes"] / st["samples"] / 1e9
+    def waits(keys: tuple[str, ...]) -> str:
+        return ", ".join(f"{100 * real(k)['data_wait_fraction']:.1f}%" for k in keys)
+
+    default = ", ".join(f"{x:.3f}" for x in ratios("six", "zarrflow-gpu") + ratios("beside", "zarrflow-gpu"))
+    cost = {run: 100 * (1 - ratios("beside", f"synthetic+{run}")[0])
+            for run in ("zarrflow-gpu", "zarrflow-cpu")}
+    synth71 = statistics.mean(r["samples_per_s"] for r in res["seventy"]["runs"] if r["run"] == "synthetic")
     sentence = (
         f"6 channels {default} of synthetic with the defaults, "
-        f"{ratios(six, 'zarrflow-gpu-normal')[0]:.3f} at normal stream priority, "
-        f"{ratios(six, 'synthetic+zarrflow-gpu')[0]:.3f} on synthetic batches beside the loader; 71 "
-        f"uncompressed channels {ratios(seventy, 'zarrflow-gpu')[0]:.3f} (waits "
-        f"{100 * real(seventy)['data_wait_fraction']:.1f}%, queue depth "
-        f"{real(seventy)['loader_stats']['mean_queue_depth']:.2f}): the four ranks read "
-        f"{reads(seventy)} GB/s of stored float32 where the model would take {needed:.0f}; "
-        f"with one worker a rank {ratios(one, 'zarrflow-gpu')[0]:.3f} (waits "
-        f"{100 * real(one)['data_wait_fraction']:.1f}%)")
-    return {"h200x4_date": six["date"], "h200x4_sentence": sentence}
+        f"{ratios('six', 'zarrflow-gpu-normal')[0]:.3f} at normal stream priority; beside synthetic "
+        f"training the GPU loader costs the model {cost['zarrflow-gpu']:.1f}%, the CPU loader (no "
+        f"CUDA calls) {cost['zarrflow-cpu']:.1f}%. 71 uncompressed channels "
+        f"{ratios('seventy', 'zarrflow-gpu')[0]:.3f} and {ratios('again', 'zarrflow-gpu')[0]:.3f} "
+        f"(waits {waits(('seventy', 'again'))}): the four ranks read "
+        f"{stored_gbps('seventy', real('seventy')['samples_per_s']):.0f} GB/s of stored float32 "
+        f"where the model would take {stored_gbps('seventy', synth71):.0f}; with [one worker a rank]"
+        f"(results/{H200X4['one']}) "
+        f"{ratios('one', 'zarrflow-gpu')[0]:.3f} (waits {waits(('one',))})")
+    return {"h200x4_date": res["six"]["date"], "h200x4_sentence": sentence}
 
 
 # --- rechunking --------------------------------------------------------------------------------------
