@@ -263,9 +263,9 @@ def release_memory() -> int:
 
 
 # zarrflow's GPU memory (batches in flight, read pieces, chunk caches, idle buffers kept for reuse)
-# is bounded by default to this share of the GPU: the rest is the model's. On an 80 GB H100 the
-# 71-channel U-Net (batch 16, bf16) reserved ~45 GB; zarrflow's training and validation loaders
-# held ~50 GB beside it with no limit, and up to the limit with 45%: either way the GPU ran out.
+# is bounded by default to this share of the GPU: the rest is the model's. A 71-channel U-Net
+# beside zarrflow's training and validation loaders ran the GPU out of memory with no limit and
+# with 45% (docs/design_measurements.md, "GPU memory limit, 40%").
 DEFAULT_LIMIT = 0.4
 _limit_chosen = False
 

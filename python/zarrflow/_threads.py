@@ -9,8 +9,8 @@ and are not divided again. With several ranks on a machine of several NUMA nodes
 pool runs on its GPU's node, shared with the ranks on that node (_placement.py,
 ZARRFLOW_THREAD_CPUS). The pools' threads run 5 nice levels below the process
 (ZARRFLOW_THREAD_NICE sets another amount, 0 = none): decoding then yields its cores to a training
-thread that wants one at the same moment, and costs nothing when nothing else wants them (on an
-H200 with 16 cores, real/synthetic U-Net training went from 0.981-0.982 to 0.986-0.988).
+thread that wants one at the same moment, and costs nothing when nothing else wants them
+(docs/design_measurements.md, "decode threads 5 nice levels down").
 
 Where the operating system refuses threads (a container's pids limit, ``ulimit -u``, ``ulimit -v``
 on HPC login nodes), a pool runs with the threads it got (none at all: reads run on the calling

@@ -23,10 +23,10 @@ PER_WORKER = 1 << 30  # the smallest working set of one worker's reads (pieces o
 # What each worker's reads should have beside the batches and caches for a spare worker to stay:
 # room for pieces of 4 GB of decoded chunks, with their staging and nvCOMP's zstd scratch (~5.5x the
 # decoded bytes; pipeline/gpu/read_op_plan_cuda.cc, piece_bounds). Measured, not derived: a third
-# worker helped where its plan left each worker ~24 GB or more (71-channel float32 batches on an
-# H200, 6-channel batches on either GPU, 90% limit) and cost 3-47% where it left 16 GB or less
-# (71-channel float32 and bfloat16 batches on an H100). nvCOMP's calls have a fixed latency, so
-# pieces squeezed by a third reader cost more calls than the third reader wins back.
+# worker helped where its plan left each worker ~24 GB or more and cost where it left 16 GB or
+# less (docs/design_measurements.md, "spare third worker only with 22 GB per worker"). nvCOMP's
+# calls have a fixed latency, so pieces squeezed by a third reader cost more calls than the third
+# reader wins back.
 SPARE_WORKER_READ_BYTES = int(5.5 * 4e9)
 
 

@@ -42,9 +42,9 @@ from .spec import DatasetSpec
 
 SHARD_INDEX_BUDGET = 256 << 20  # host bytes of shard indexes a loader keeps (~10^6 shards)
 # Workers when the caller names none: two overlap one batch's host work with another's GPU work;
-# on a GPU a third fills the gaps they leave (6 channels on an H200: 39-40 -> 44-45 GB/s of
-# batches) where the memory limit leaves every worker's reads room (_memory_plan,
-# docs/performance.md).
+# on a GPU a third fills the gaps they leave where the memory limit leaves every worker's reads
+# room (_memory_plan; docs/design_measurements.md, "spare third worker only with 22 GB per
+# worker").
 DEFAULT_WORKERS = 2
 GPU_SPARE_WORKERS = 1
 

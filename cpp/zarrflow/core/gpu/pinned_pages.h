@@ -1,14 +1,13 @@
 // Pinned (page-locked) host memory that does not stall the rest of the process's GPU work.
 //
 // cudaHostAlloc faults, zeroes and pins every page while it holds the driver's lock, so another
-// thread's kernel launches and synchronisations wait for all of it: on an H200 host a 2 GB
-// allocation stopped a training thread's 2 ms steps for 0.75-0.97 s, and cudaFreeHost of it for
-// 0.21-0.28 s
-// (docs/performance.md). Here the pages are mapped and faulted
-// in by a few plain threads first (as transparent huge pages where the kernel allows), outside any
-// CUDA call, and only then registered: the registration pins pages that already exist, and the
-// same 2 GB stalled the training thread for 42-59 ms (0.1 s with 4 KiB pages); unregistering
-// stalls it for ~0.04 s and the unmap happens outside the lock.
+// thread's kernel launches and synchronisations wait for all of it: a GB-sized allocation stopped
+// a training thread's steps for most of a second, and its cudaFreeHost for a fraction of one.
+// Here the pages are mapped and faulted in by a few plain threads first (as transparent huge
+// pages where the kernel allows), outside any CUDA call, and only then registered: the
+// registration pins pages that already exist and stalls the training thread for tens of
+// milliseconds; unregistering is as short and the unmap happens outside the lock
+// (docs/design_measurements.md, "pinned memory mapped and registered outside CUDA").
 // Small sizes keep cudaHostAlloc (its stall is short, and a mapping per buffer would waste
 // pages); `pinned_uses_mapping` says which way a capacity goes, so a free can match it.
 #pragma once

@@ -79,9 +79,9 @@ class JobBuilder {
         jobs_.deflate.add(src, it.payload.size, out, n, item);
         break;
       case GpuCodec::kLz4:
-        // zarrflow's own decoder, not nvCOMP's: measured on an H200, nvCOMP's LZ4 decoded
-        // corrupted blocks without reporting an error (25 of 25 fuzzed chunks that liblz4
-        // rejects) and was slower on 4 MB single-block chunks (5 vs 12 GB/s).
+        // zarrflow's own decoder, not nvCOMP's: nvCOMP's LZ4 decoded corrupted blocks that
+        // liblz4 rejects without reporting an error, and was slower on 4 MB single-block chunks
+        // (docs/design_measurements.md, "LZ4 blocks by zarrflow's kernel, not nvCOMP's").
         add_stream(
             {u8(src), w8(out), std::uint32_t(it.payload.size), std::uint32_t(n), kStreamLz4, 0},
             item);

@@ -14,10 +14,11 @@
 namespace zarrflow::gpu {
 
 // numcodecs LZ4 stores a chunk as one LZ4 block, which zarrflow's kernel decodes on one warp, in
-// order, at tens of MB/s; a 256 MB batch holds ~60 chunks of 4 MB, and 2 GB of them came to
-// 2.8-3 GB/s on an H100 and an H200, where 16-32 host cores decode 14-23 GB/s. Matching the host
-// takes hundreds of warps at once, i.e. chunks well under a megabyte, so with gpu_decode=auto
-// larger chunks go to the host threads. (Blosc-LZ4 is cut into small blocks and streams.)
+// order, at tens of MB/s; a 256 MB batch holds ~60 chunks of 4 MB, a few GB/s in all, where the
+// host's cores decode several times that (docs/design_measurements.md, "numcodecs LZ4 chunks over
+// 1 MiB decoded on the host"). Matching the host takes hundreds of warps at once, i.e. chunks
+// well under a megabyte, so with gpu_decode=auto larger chunks go to the host threads.
+// (Blosc-LZ4 is cut into small blocks and streams.)
 constexpr std::uint64_t kLz4GpuMaxBlock = std::uint64_t{1} << 20;
 
 // Reads the item's stored bytes into `slot` (its staging slot: 4 KiB-aligned, with room for an

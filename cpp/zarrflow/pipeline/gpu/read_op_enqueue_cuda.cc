@@ -237,10 +237,10 @@ Status ReadOp::prepare_zstd(DecodeJobs& jobs, Batch& b) {
   return {};
 }
 
-// Kernels need device memory of their own when they launch (local memory): on an H100, an
-// nvCOMP launch with ~20 MB left failed with cudaErrorMemoryAllocation and one with ~26 MB ran.
-// So a decoder's scratch must leave `room` free (kNvcompLaunchRoom, zstd_launch_memory()), after
-// the pool's idle buffers went back.
+// Kernels need device memory of their own when they launch (local memory): an nvCOMP launch with
+// a few tens of MB left failed with cudaErrorMemoryAllocation (docs/design_measurements.md, "64
+// MB left free beside nvCOMP's scratch"). So a decoder's scratch must leave `room` free
+// (kNvcompLaunchRoom, zstd_launch_memory()), after the pool's idle buffers went back.
 bool ReadOp::launch_room(std::size_t room) {
   std::size_t free = 0, total = 0;
   if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
@@ -339,8 +339,7 @@ Status ReadOp::decode_nvcomp(NvcompAlgo algo, const NvcompJobs& jobs, const JobT
           temp_bytes, reinterpret_cast<void* const*>(dt + at.dst) + p, status + p, stream);
     };
     // nvCOMP does not check its launches: a kernel that could not launch (its local memory
-    // did not fit on a GPU a model had filled: 71-channel training on an H100) shows only as
-    // this thread's last error.
+    // did not fit on a GPU a model had filled) shows only as this thread's last error.
     ZF_RETURN_IF_ERROR(launch_with_retry("nvCOMP's kernels", [&]() -> Result<cudaError_t> {
       ZF_RETURN_IF_ERROR(call());
       if (cudaPeekAtLastError() != cudaErrorMemoryAllocation) return cudaSuccess;

@@ -89,9 +89,9 @@ bool parse_zstd_decoder(std::string_view name, ZstdDecoder* d);
 // (ZARRFLOW_GPU_READ_STREAMS), `most` the largest it takes. Reads nvCOMP decodes keep one: its
 // calls are latency-bound and do not overlap, and two side by side hold SMs twice over. Reads
 // zarrflow's zstd decoder takes keep twice as many: its blocks decode one after another, so a
-// piece decodes in about four times the time the host takes to stage the next (~25 against
-// ~6.5 ms for 256 MB staged on an H100, docs/settings.md "GPU read streams"), and three pieces
-// in flight leave the GPU short of work. One asked stays one: it keeps pieces from overlapping.
+// piece decodes in about four times the time the host takes to stage the next
+// (docs/settings.md, "GPU read streams"), and three pieces in flight leave the GPU short of
+// work. One asked stays one: it keeps pieces from overlapping.
 int read_lanes(int asked, bool nvcomp, bool zarrflow_zstd, int most);
 
 // The most staged (compressed) and decoded bytes one piece may hold.
@@ -113,8 +113,7 @@ std::uint64_t nvcomp_piece_bytes(std::uint64_t gpu_total, std::uint64_t availabl
 
 // The decoded bytes an item adds to its piece. Chunks from the GPU cache count half: a piece of
 // them stages nothing and has no reading to overlap, so the fixed cost of each extra call shows
-// in full (71-channel batches of hits, one worker, H200: 78 GB/s in one call, 61 in two, 50 in
-// three).
+// in full (docs/design_measurements.md, "GPU-cache hits count half a chunk").
 std::uint64_t counted_decoded(const Item& item);
 
 // Cuts the read into pieces: as few as the bounds allow, and of about equal size. A call to
