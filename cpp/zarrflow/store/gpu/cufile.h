@@ -2,8 +2,8 @@
 //
 // libcufile ships with the CUDA toolkit and in the `nvidia-cufile` wheel; zarrflow never links
 // it. The few entry points used are declared here from the documented ABI (as KvikIO does).
-// Without the nvidia-fs kernel module (VMs, containers) cuFile runs in
-// compatibility mode: POSIX reads into its own bounce buffers, then a copy to the GPU.
+// Without the nvidia-fs kernel module (VMs, containers) cuFile runs in compatibility mode: POSIX
+// reads into its own bounce buffers, then a copy to the GPU.
 // The read path uses cuFile only for uncompressed chunks: compressed chunks must be validated
 // on the host before nvCOMP sees them, so their bytes have to pass through host memory anyway.
 // Thread-safety: reads on one handle may run concurrently.
