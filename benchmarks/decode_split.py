@@ -22,7 +22,7 @@ It is an upper bound, not a forecast. It leaves out that the host also stages th
 GPU decodes (part of T_h is staging that every share pays), and that a loader worker does a
 batch's host work and waits for its GPU work in turn (a read piece's GPU decoding starts once
 its host-decoded chunks are done), so with two workers the two costs partly add up instead of
-overlapping: docs/performance.md, "Who decodes", compares the bound with the runs.
+overlapping (docs/performance.md, "Who decodes", has fixed host shares as they ran).
 """
 
 from __future__ import annotations

@@ -419,29 +419,14 @@ def training_values(results: Path) -> Values:
     }
 
 
-# --- who decodes: the host/GPU split at 71 compressed channels -------------------------------------
-SPLIT = "train_unet_71ch_zstd_split_h100.json"
+def runs_named(res: dict, name: str) -> list[dict]:
+    """A training result's runs called `name`, in the order they ran (a run may be listed twice)."""
+    return [r for r in res["runs"] if r["run"] == name]
 
 
-def _step_ms(res: dict, run: dict) -> str:
-    return f"{1e3 * res['batch_size'] / run['samples_per_s']:.0f}"
-
-
-def split_values(results: Path) -> Values:
-    """An earlier build's fixed shares: all on the GPU, all on the host, and decode_split.py's best
-    split of those two costs against what it ran at."""
-    res = load(results, SPLIT)
-    runs = {r["run"]: r for r in res["runs"]}
-    gpu, host, best = runs["zarrflow-gpu@0"], runs["zarrflow-gpu@1"], runs["zarrflow-gpu@best"]
-    c = res["split_ceiling"]
-
-    def run(r: dict) -> str:
-        return f"{r['real_over_synthetic']:.3f} (step {_step_ms(res, r)} ms)"
-
-    sentence = (f"all on the GPU {run(gpu)}, all on the host {run(host)}; `decode_split.py`'s "
-                f"best split of the two, host share {c['host_share']:.2f}, would reach "
-                f"{c['real_over_synthetic']:.3f} and ran at {best['real_over_synthetic']:.3f}")
-    return {"split_sentence": sentence, "split_date": res["date"]}
+def runs_by_name(res: dict) -> dict[str, dict]:
+    """A training result's runs by name (the last of a name listed twice)."""
+    return {r["run"]: r for r in res["runs"]}
 
 
 # --- the loader's stream priority at 71 compressed channels -------------------------------------
@@ -491,7 +476,7 @@ def shares71_values(results: Path) -> Values:
     """Fixed host shares against all on the GPU and the default: what the model gains in compute
     and what each worker's batch takes longer."""
     res = load(results, SHARES71)
-    by = {r["run"]: r for r in res["runs"]}
+    by = runs_by_name(res)
     fixed = sorted((n for n in by if n.startswith("zarrflow-gpu@") and n != "zarrflow-gpu@0"),
                    key=lambda n: float(n.split("@")[1]))
 
@@ -519,7 +504,7 @@ def shares71_values(results: Path) -> Values:
 NODE = {"ceil1": "node_ceiling_1xh100.json", "ceil4": "node_ceiling_4xh100.json",
         "loader1": "loader_6ch_1of4xh100.json", "loader4": "loader_6ch_4xh100.json",
         "ddp": "train_unet_6ch_4xh100_ddp_parts.json"}
-NODE_PLOT_FILES = (*(NODE[k] for k in ("ceil1", "ceil4", "loader1", "loader4", "ddp")), SPLIT)
+NODE_PLOT_FILES = (*(NODE[k] for k in ("ceil1", "ceil4", "loader1", "loader4", "ddp")), SHARES71)
 DDP_RUNS = {"zarrflow-gpu": "default", "zarrflow-gpu@0": "all chunks decoded on the GPU",
             "zarrflow-gpu@1": "all on the host",
             "synthetic+zarrflow-gpu": "synthetic batches, the default loader running beside"}
@@ -543,8 +528,8 @@ def node_values(results: Path) -> Values:
             ["Loader alone, samples/s (stored GB/s)", f"{l1:.0f} ({rate(s1)})",
              f"{l4:.0f} ({rate(s4)})", f"{l4 / l1:.2f}×"]]
     ddp = f["ddp"]
-    runs = {r["run"]: r for r in ddp["runs"]}
-    synth = [r["samples_per_s"] for r in ddp["runs"] if r["run"] == "synthetic"]
+    runs = runs_by_name(ddp)
+    synth = [r["samples_per_s"] for r in runs_named(ddp, "synthetic")]
     drows = [[label, f"{runs[n]['samples_per_s']:.1f}", f"{100 * runs[n]['data_wait_fraction']:.1f}%",
                f"{runs[n]['real_over_synthetic']:.3f}"] for n, label in DDP_RUNS.items()]
     cpus = [p["cpus"] for p in ddp["thread_placement"]]
@@ -571,7 +556,7 @@ def workers4_values(results: Path) -> Values:
     res = load(results, WORKERS4)
     runs: dict[bool, list[dict]] = {True: [], False: []}  # by "the loader's default workers"
     for inv in res["invocations"]:
-        real = next(r for r in inv["runs"] if r["run"] == "zarrflow-gpu")
+        real = runs_named(inv, "zarrflow-gpu")[0]
         runs[inv["loader_workers"] is None].append(real)
     default = runs[True][0]["loader_stats"]["workers"]
 
@@ -581,7 +566,7 @@ def workers4_values(results: Path) -> Values:
     def median_step(rs: list[dict]) -> str:
         return f"{statistics.median(s for r in rs for e in r['epochs'][1:] for s in e['step_ms']):.0f}"
 
-    synth = [r for inv in res["invocations"] for r in inv["runs"] if r["run"] == "synthetic"]
+    synth = [r for inv in res["invocations"] for r in runs_named(inv, "synthetic")]
     sentence = (f"{ratios(runs[False])} against {ratios(runs[True])} with the default {default}, "
                 f"median steps {median_step(runs[False])} and {median_step(runs[True])} ms "
                 f"({median_step(synth)} synthetic)")
@@ -594,7 +579,7 @@ DDP71 = "train_unet_71ch_4xh100_ddp.json"
 
 def ddp71_values(results: Path) -> Values:
     res = load(results, DDP71)
-    runs = {r["run"]: r for r in res["runs"]}
+    runs = runs_by_name(res)
     synth, real = runs["synthetic"], runs["zarrflow-gpu"]
     pairs = list(zip(synth["epochs"][1:], real["epochs"][1:]))
     per_epoch = ", ".join(f"{r['samples_per_s'] / s['samples_per_s']:.3f}" for s, r in pairs)
@@ -619,10 +604,10 @@ def h200x4_values(results: Path) -> Values:
     res = {k: load(results, n) for k, n in H200X4.items()}
 
     def ratios(key: str, run: str) -> list[float]:
-        return [r["real_over_synthetic"] for r in res[key]["runs"] if r["run"] == run]
+        return [r["real_over_synthetic"] for r in runs_named(res[key], run)]
 
     def real(key: str) -> dict:
-        return next(r for r in res[key]["runs"] if r["run"] == "zarrflow-gpu")
+        return runs_named(res[key], "zarrflow-gpu")[0]
 
     def stored_gbps(key: str, samples_per_s: float) -> float:  # the four ranks' loaders together
         st = real(key)["loader_stats"]
@@ -634,7 +619,7 @@ def h200x4_values(results: Path) -> Values:
     default = ", ".join(f"{x:.3f}" for x in ratios("six", "zarrflow-gpu") + ratios("beside", "zarrflow-gpu"))
     cost = {run: 100 * (1 - ratios("beside", f"synthetic+{run}")[0])
             for run in ("zarrflow-gpu", "zarrflow-cpu")}
-    synth71 = statistics.mean(r["samples_per_s"] for r in res["seventy"]["runs"] if r["run"] == "synthetic")
+    synth71 = statistics.mean(r["samples_per_s"] for r in runs_named(res["seventy"], "synthetic"))
     sentence = (
         f"6 channels {default} of synthetic with the defaults, "
         f"{ratios('six', 'zarrflow-gpu-normal')[0]:.3f} at normal stream priority; beside synthetic "
@@ -703,7 +688,7 @@ def remote_values(results: Path) -> Values:
 
 
 SECTIONS = (realism_values, read_values, numcodecs_values, gpu_values, loader_values,
-            ceilings_values, sm_cost_values, training_values, split_values,
+            ceilings_values, sm_cost_values, training_values,
             priority71_values, shares71_values, node_values, workers4_values, ddp71_values,
             h200x4_values,
             rechunk_values, remote_values)

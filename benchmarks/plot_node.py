@@ -1,11 +1,11 @@
 """Plot the four-GPU and who-decodes results of docs/performance.md: the node's staging ceiling
 against the Loader on 1 and 4 GPUs (stored GB/s), DDP real/synthetic per loader mode, and the
-71-channel host/GPU split against its ceiling.
+71-channel U-Net's real/synthetic with fixed host shares against the default.
 
     python benchmarks/plot_node.py docs/results/node_ceiling_1xh100.json \
         docs/results/node_ceiling_4xh100.json docs/results/loader_6ch_1of4xh100.json \
         docs/results/loader_6ch_4xh100.json docs/results/train_unet_6ch_4xh100_ddp_parts.json \
-        docs/results/train_unet_71ch_zstd_split_h100.json --out docs/results/node_and_split_h100.png
+        docs/results/train_unet_71ch_zstd_shares_h100.json --out docs/results/node_and_split_h100.png
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _ratios(res: dict) -> tuple[list[str], list[float]]:
     return [r["run"] for r in runs], [r["real_over_synthetic"] for r in runs]
 
 
-def plot(ceil1: dict, ceil4: dict, loader1: dict, loader4: dict, ddp: dict, split: dict,
+def plot(ceil1: dict, ceil4: dict, loader1: dict, loader4: dict, ddp: dict, shares: dict,
          path: Path) -> None:
     plt = pyplot()
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(16, 4.2))
@@ -47,12 +47,14 @@ def plot(ceil1: dict, ceil4: dict, loader1: dict, loader4: dict, ddp: dict, spli
     _bars(b, labels, values, "#1f77b4", lambda v: f"{v:.3f}")
     b.set_ylabel("real / synthetic")
     b.set_title(f"DDP U-Net, 6 ch, {ddp['world_size']} GPUs, {ddp['date']}", fontsize=8)
-    labels, values = _ratios(split)
-    labels.append("split ceiling")
-    values.append(split["split_ceiling"]["real_over_synthetic"])
-    _bars(c, labels, values, ["#1f77b4"] * (len(values) - 1) + ["#888"], lambda v: f"{v:.3f}")
+    fixed = sorted((r for r in shares["runs"] if "@" in r["run"]),
+                   key=lambda r: float(r["run"].split("@")[1]))
+    default = [r for r in shares["runs"] if r["run"] == "zarrflow-gpu"]
+    _bars(c, [f"host share {r['run'].split('@')[1]}" for r in fixed] + ["default"],
+          [r["real_over_synthetic"] for r in fixed + default],
+          ["#1f77b4"] * len(fixed) + ["#888"] * len(default), lambda v: f"{v:.3f}")
     c.set_ylabel("real / synthetic")
-    c.set_title(f"U-Net, 71 ch zstd, who decodes, {split['device']}, {split['date']}", fontsize=8)
+    c.set_title(f"U-Net, 71 ch zstd, who decodes, {shares['device']}, {shares['date']}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
