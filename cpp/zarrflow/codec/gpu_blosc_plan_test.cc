@@ -5,6 +5,7 @@
 // clevel and size, and must reject corrupt chunks without reading or writing out of bounds.
 // Set ZARRFLOW_GPU_BLOSC_FULL=1 to run the whole matrix at 1 MiB too (slow: zstd clevel 9 is
 // zstd level 22).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -104,6 +105,36 @@ TEST(GpuUnshuffle, MatchesDefinitionsForAnyLaneSplit) {
     }
   }
   EXPECT_EQ(cases, 33 * 12 * 4);
+}
+
+// Typesizes 2, 4 and 8 un-shuffle by groups of four elements when the rows are aligned, byte by
+// byte when not: the same result at every alignment of source and output.
+TEST(GpuUnshuffle, WordGroupsMatchTheDefinitionAtEveryAlignment) {
+  int cases = 0;
+  for (std::size_t ts : {2, 4, 8}) {
+    for (std::size_t elements : {4, 8, 12, 64, 1000, 1001, 1003}) {
+      const std::size_t size = elements * ts + (elements % 3);  // a leftover tail on some
+      const Bytes in = random_bytes(size, static_cast<unsigned>(ts * 100000 + size));
+      const Bytes want = naive_byte_unshuffle(in, ts);
+      for (std::size_t src_at = 0; src_at < 4; ++src_at) {
+        for (std::size_t dst_at : {0, 1, 2, 3, 4, 8}) {
+          for (int nlanes : {1, 32, 256}) {
+            Bytes src(size + 8), dst(size + 16, 0xEE);
+            std::copy(in.begin(), in.end(), src.begin() + static_cast<std::ptrdiff_t>(src_at));
+            for (int lane = 0; lane < nlanes; ++lane)
+              byte_unshuffle(src.data() + src_at, dst.data() + dst_at, ts, size, lane, nlanes);
+            ASSERT_TRUE(std::equal(want.begin(), want.end(),
+                                   dst.begin() + static_cast<std::ptrdiff_t>(dst_at)))
+                << ts << " " << size << " " << src_at << " " << dst_at << " " << nlanes;
+            ASSERT_EQ(dst[dst_at + size], 0xEE);
+            if (dst_at > 0) ASSERT_EQ(dst[dst_at - 1], 0xEE);
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 3 * 7 * 4 * 6 * 3);
 }
 
 // A chunk whose every block is one stored stream (csize == block size) holding `shuffled`: c-blosc

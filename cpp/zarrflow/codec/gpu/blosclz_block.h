@@ -1,7 +1,7 @@
 // Cooperative decoder for one blosclz stream as c-blosc 1.x writes it (Blosc's default inner
 // codec, a FastLZ derivative), written once for CUDA warps and for the host. Lanes share the
-// work as in lz4_block.h: identical parsing on every lane, copies split byte-wise, one barrier
-// before each match.
+// work as in lz4_block.h: identical parsing on every lane, copies split over the lanes
+// (lane_copy.h), one barrier before each match.
 //
 // The format, as c-blosc 1.21's blosclz_decompress reads it (blosc/blosclz.c):
 //   * The first byte is always a literal run: its low 5 bits hold count - 1 (the encoder sets
@@ -27,7 +27,7 @@
 #include <cstdint>
 
 #include "zarrflow/codec/gpu/hd.h"
-#include "zarrflow/codec/gpu/lz4_block.h"  // lane_copy, lane_match
+#include "zarrflow/codec/gpu/lane_copy.h"
 
 namespace zarrflow::gpu {
 

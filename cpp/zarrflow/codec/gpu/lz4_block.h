@@ -3,11 +3,11 @@
 // Format: https://github.com/lz4/lz4/blob/dev/doc/lz4_Block_format.md
 //
 // Every lane of a warp runs the same token-parsing loop on the same bytes (so all lanes take the
-// same branches and reach every barrier together) and the lanes split each copy: lane i writes
-// bytes i, i + nlanes, ... A match is copied with the periodic form of LZ77, byte k of a match at
-// output position op with offset d being dst[op - d + k % d]: every byte a lane reads lies before
-// op, so one barrier before the match (making all earlier writes visible) is enough, even for
-// overlapping matches (d < length) -- no rounds of d bytes and no barrier inside the copy.
+// same branches and reach every barrier together) and the lanes split each copy (lane_copy.h).
+// A match is copied with the periodic form of LZ77, byte k of a match at output position op with
+// offset d being dst[op - d + k % d]: every byte a lane reads lies before op, so one barrier
+// before the match (making all earlier writes visible) is enough, even for overlapping matches
+// (d < length) -- no rounds of d bytes and no barrier inside the copy.
 //
 // Acceptance is exactly that of LZ4_decompress_safe(src, dst, src_size, dst_size) in liblz4 1.9.4
 // and 1.10 as built for x86-64 (and for aarch64 by gcc), which the CPU codecs call (numcodecs LZ4
@@ -41,46 +41,9 @@
 #include <cstdint>
 
 #include "zarrflow/codec/gpu/hd.h"
+#include "zarrflow/codec/gpu/lane_copy.h"
 
 namespace zarrflow::gpu {
-
-// dst[0, n) = src[0, n), lane-split. The ranges must not overlap.
-ZF_HD inline void lane_copy(const std::uint8_t* src, std::uint8_t* dst, std::size_t n, int lane,
-                            int nlanes) {
-  for (std::size_t i = static_cast<std::size_t>(lane); i < n; i += static_cast<std::size_t>(nlanes))
-    dst[i] = src[i];
-}
-
-// dst[0, n) = value, lane-split.
-ZF_HD inline void lane_fill(std::uint8_t* dst, std::uint8_t value, std::size_t n, int lane,
-                            int nlanes) {
-  for (std::size_t i = static_cast<std::size_t>(lane); i < n; i += static_cast<std::size_t>(nlanes))
-    dst[i] = value;
-}
-
-// The LZ77 match dst[op, op + len) = copy from `dist` bytes back, with the usual byte-by-byte
-// meaning when dist < len (the last dist bytes repeat). Reads only dst[op - dist, op), so all
-// bytes it reads must have been written (and made visible with a barrier) before the call.
-// Requires 1 <= dist <= op.
-ZF_HD inline void lane_match(std::uint8_t* dst, std::size_t op, std::size_t dist, std::size_t len,
-                             int lane, int nlanes) {
-  const std::uint8_t* from = dst + (op - dist);
-  std::uint8_t* to = dst + op;
-  const std::size_t n = static_cast<std::size_t>(nlanes);
-  std::size_t k = static_cast<std::size_t>(lane);
-  if (dist >= len) {
-    for (; k < len; k += n) to[k] = from[k];
-    return;
-  }
-  // Byte k reads from[k % dist]; keep k % dist incrementally instead of dividing every byte.
-  const std::size_t step = n % dist;
-  std::size_t s = k % dist;
-  for (; k < len; k += n) {
-    to[k] = from[s];
-    s += step;
-    if (s >= dist) s -= dist;
-  }
-}
 
 // Decodes the LZ4 block src[0, src_size) into dst[0, dst_size) as lane `lane` of `nlanes`.
 // `sync` is called (identically on every lane) wherever lanes must wait for each other.

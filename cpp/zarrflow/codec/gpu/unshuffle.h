@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "zarrflow/codec/gpu/hd.h"
+#include "zarrflow/codec/gpu/lane_copy.h"  // load_aligned_word, store_aligned_word
 
 namespace zarrflow::gpu {
 
@@ -36,12 +37,48 @@ ZF_HD inline std::uint64_t transpose_bits_8x8(std::uint64_t x) {
   return x;
 }
 
-// Byte un-shuffle of one block, lane `lane` of `nlanes`.
+// Byte un-shuffle of groups of four elements of TS bytes: a lane reads one aligned word from
+// each of the TS rows (byte j of elements 4g..4g+3) and writes the group's 4 * TS bytes as TS
+// aligned words, where the byte-wise gather takes a load and a store per byte. Requires src and
+// dst 4-byte aligned and n a multiple of 4 (so every row starts aligned).
+template <int TS>
+ZF_HD inline void byte_unshuffle_groups(const std::uint8_t* src, std::uint8_t* dst, std::size_t n,
+                                        int lane, int nlanes) {
+  const std::size_t groups = n / 4;
+  for (std::size_t g = static_cast<std::size_t>(lane); g < groups;
+       g += static_cast<std::size_t>(nlanes)) {
+    std::uint32_t row[TS];
+    for (int j = 0; j < TS; ++j) row[j] = load_aligned_word(src + j * n + 4 * g);
+    for (int k = 0; k < TS; ++k) {  // output word k: bytes 4k..4k+3 of the group
+      std::uint32_t w = 0;
+      for (int b = 0; b < 4; ++b) {
+        const int element = (4 * k + b) / TS;
+        const int byte = (4 * k + b) % TS;
+        w |= ((row[byte] >> (8 * element)) & 0xFFu) << (8 * b);
+      }
+      store_aligned_word(dst + 4 * TS * g + 4 * k, w);
+    }
+  }
+}
+
+// Byte un-shuffle of one block, lane `lane` of `nlanes`: by groups of four elements for typesizes
+// 2, 4 and 8 when the rows are aligned (byte_unshuffle_groups), else byte by byte.
 ZF_HD inline void byte_unshuffle(const std::uint8_t* src, std::uint8_t* dst, std::size_t typesize,
                                  std::size_t blocksize, int lane, int nlanes) {
   const std::size_t step = static_cast<std::size_t>(nlanes);
   const std::size_t n = typesize == 0 ? 0 : blocksize / typesize;
   const std::size_t body = n * typesize;
+  const bool words =
+      n % 4 == 0 &&
+      ((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) & 3) == 0;
+  if (words && (typesize == 2 || typesize == 4 || typesize == 8)) {
+    if (typesize == 2) byte_unshuffle_groups<2>(src, dst, n, lane, nlanes);
+    if (typesize == 4) byte_unshuffle_groups<4>(src, dst, n, lane, nlanes);
+    if (typesize == 8) byte_unshuffle_groups<8>(src, dst, n, lane, nlanes);
+    for (std::size_t o = body + static_cast<std::size_t>(lane); o < blocksize; o += step)
+      dst[o] = src[o];
+    return;
+  }
   // Output byte o = i * typesize + j comes from j * n + i; advance (i, j) without dividing.
   const std::size_t di = step / (typesize == 0 ? 1 : typesize);
   const std::size_t dj = step - di * typesize;

@@ -19,7 +19,7 @@
 #include <cstdint>
 
 #include "zarrflow/codec/gpu/hd.h"
-#include "zarrflow/codec/gpu/lz4_block.h"  // lane_copy, lane_fill
+#include "zarrflow/codec/gpu/lane_copy.h"
 #include "zarrflow/codec/gpu/zstd_bits.h"
 #include "zarrflow/codec/gpu/zstd_frame.h"
 #include "zarrflow/codec/gpu/zstd_tables.h"
