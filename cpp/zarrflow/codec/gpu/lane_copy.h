@@ -8,7 +8,8 @@
 // where a byte copy takes 32 bytes per step with a load and a store for each. A word that reaches
 // outside the source range is read byte by byte: no copy reads a byte outside [src, src + n), so a
 // copy may read right up to bytes other lanes are writing (an LZ77 match whose source ends where
-// its output begins).
+// its output begins). The word copy stays inline: as a call it decoded faster alone but took more
+// SM time from a model beside it (docs/design_measurements.md).
 #pragma once
 
 #include <cstddef>
