@@ -351,8 +351,8 @@ def _loader_rows(results: Path) -> list[dict]:
 
 
 def _read_rows(results: Path) -> list[dict]:
-    """The whole-array reads' rows, each with the second round's row (CEILINGS_RUN2, the same
-    reads again in the same session) under "rounds" where there is one."""
+    """The whole-array reads' rows, each with the second round's row (CEILINGS_RUN2: the same
+    reads again, right after, on the same machine) under "rounds" where there is one."""
     rows = _gpu_result(results, CEILINGS)["ceiling_rows"]
     if (results / CEILINGS_RUN2).exists():
         again = {r["name"]: r for r in _gpu_result(results, CEILINGS_RUN2)["ceiling_rows"]}
@@ -379,7 +379,8 @@ def ceilings_values(results: Path) -> Values:
     if not (results / CEILINGS).exists():
         return {}
     res = _gpu_result(results, CEILINGS)
-    rows = _read_rows(results) + _loader_rows(results)
+    reads = _read_rows(results)
+    rows = reads + _loader_rows(results)
     short = [r["name"] for r in rows
              if any(x["meets_target"] is False for x in [r] + r.get("rounds", []))]
     setup = (f"{res['gpu']}, {res['cores_visible']} CPUs, {res['threads']} threads, "
@@ -387,7 +388,7 @@ def ceilings_values(results: Path) -> Values:
              f"{res['date'][:10]}")
     two = (results / CEILINGS_RUN2).exists()
     if two:
-        setup += " (reads: two rounds, one after the other, \"first / second\")"
+        setup += " (reads: two rounds, `CEILINGS_ROUNDS=2`, \"first / second\")"
     if (results / LOADER_CEILINGS).exists():
         loader = _gpu_result(results, LOADER_CEILINGS)
         # bench_ceilings.sh runs the Loader after the reads, within minutes
@@ -398,7 +399,7 @@ def ceilings_values(results: Path) -> Values:
         "ceil_setup": setup,
         "ceil_h2d": rate(res["ceilings"]["pinned_h2d_GBps"]),
         "ceil_table": ceilings_table(rows),
-        "ceil_serial": _one_after_the_other(_read_rows(results)) if res.get("nvcomp") == "loaded" else ".",
+        "ceil_serial": _one_after_the_other(reads) if res.get("nvcomp") == "loaded" else ".",
         "ceil_run2_link": f", [second round](results/{CEILINGS_RUN2})" if two else "",
         "ceil_loader_link": (f", [Loader](results/{LOADER_CEILINGS})"
                              if (results / LOADER_CEILINGS).exists() else ""),
