@@ -1,5 +1,5 @@
-// Helpers shared by the Blosc and GPU block-decoder tests: reference chunks from c-blosc, and
-// running a decoder as a "warp" of host threads that meet at a barrier.
+// Helpers shared by the Blosc and GPU block-decoder tests: random bytes, reference chunks from
+// c-blosc, and running a decoder as a "warp" of host threads that meet at a barrier.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,12 +7,22 @@
 #include <algorithm>
 #include <barrier>
 #include <cstddef>
+#include <cstdint>
+#include <random>
 #include <thread>
 #include <vector>
 
 #include <blosc.h>
 
 namespace zarrflow::codec_test {
+
+// n bytes of a seeded std::mt19937 (uniform, incompressible).
+inline std::vector<std::uint8_t> random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::uint8_t> v(n);
+  for (auto& b : v) b = static_cast<std::uint8_t>(rng());
+  return v;
+}
 
 // A Blosc chunk of `src` made by c-blosc itself (the reference writer), for byte or uint8 vectors.
 template <class Bytes>

@@ -28,6 +28,7 @@ namespace {
 
 using Bytes = std::vector<std::uint8_t>;
 using codec_test::blosc_compress;
+using codec_test::random_bytes;
 
 ConstByteSpan cspan(const Bytes& b) {
   return {reinterpret_cast<const std::byte*>(b.data()), b.size()};
@@ -39,13 +40,6 @@ void put_le32(std::uint8_t* p, std::uint32_t v) {
 }
 std::uint32_t get_le32(const std::uint8_t* p) {
   return p[0] | p[1] << 8 | p[2] << 16 | static_cast<std::uint32_t>(p[3]) << 24;
-}
-
-Bytes random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  Bytes v(n);
-  for (auto& b : v) b = static_cast<std::uint8_t>(rng());
-  return v;
 }
 
 // ---- Un-shuffle against the definitions and against c-blosc. ----

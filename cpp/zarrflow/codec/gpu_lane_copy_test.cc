@@ -6,22 +6,16 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include "zarrflow/codec/decoder_test_util.h"
 #include "zarrflow/codec/gpu/lane_copy.h"
 
 namespace zarrflow::gpu {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
-
-Bytes random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  Bytes v(n);
-  for (auto& b : v) b = static_cast<std::uint8_t>(rng());
-  return v;
-}
+using codec_test::random_bytes;
 
 // Lanes of a copy write disjoint bytes and read none of them, so running them one after another
 // (in either order) stands for any interleaving.
