@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The stage ceilings and the decode cost to a model, in one run on a GPU host (about 5 minutes on
-# one H100 with 16 cores; the stores are written on the first run and reused):
+# The stage ceilings and the decode cost to a model, in one run on a GPU host (about 6 minutes on
+# one H200 with 16 cores; the stores are written on the first run and reused):
 #   1. benchmarks/bench_gpu.py, zarrflow-gpu only, raw / zstd-3 / blosc-lz4-shuffle /
 #      sharded-zstd-3 (2 GB decoded each): per codec the staging rate of the stored bytes into
 #      pinned memory, pinned H2D x ratio, the GPU decode stage and the warm end-to-end read, with
 #      end to end / the smallest of them                        -> bench_ceilings.json, .md, .png
-#      (CEILINGS_ROUNDS=2: the same reads again right after      -> bench_ceilings_run2.json)
+#      then the same reads again (host staging varies between rounds) -> bench_ceilings_run2.json
 #   2. benchmarks/bench_loader.py --ceilings: the Loader (default and two workers) on the 6- and
 #      71-channel stores next to the same ceilings of those stores -> bench_loader_ceilings.json, .md
 #   3. benchmarks/bench_sm_cost.py: SM-seconds per decoded GB each GPU codec takes from a matmul
@@ -58,25 +58,22 @@ step() {  # step NAME COMMAND...: runs it, its output in $OUT/NAME.log and the m
   echo "== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$LOG"
 }
 
-step ceilings "$PY" benchmarks/bench_gpu.py --name bench_ceilings --readers zarrflow-gpu \
-  --codecs raw,zstd-3,blosc-lz4-shuffle,sharded-zstd-3 --size-gb "$GB" --runs 5 --cold-runs 1 \
-  --budget-s 150 --data "$DATA" --out "$OUT"
-if [ "${CEILINGS_ROUNDS:-1}" -ge 2 ]; then
-  step ceilings_run2 "$PY" benchmarks/bench_gpu.py --name bench_ceilings_run2 --readers zarrflow-gpu \
+for name in bench_ceilings bench_ceilings_run2; do
+  step "${name#bench_}" "$PY" benchmarks/bench_gpu.py --name "$name" --readers zarrflow-gpu \
     --codecs raw,zstd-3,blosc-lz4-shuffle,sharded-zstd-3 --size-gb "$GB" --runs 5 --cold-runs 1 \
     --budget-s 150 --data "$DATA" --out "$OUT"
-fi
+done
 step loader_ceilings "$PY" benchmarks/bench_loader.py --ceilings --data "$DATA" --out "$OUT"
 step sm_cost "$PY" benchmarks/bench_sm_cost.py --size-gb "$GB" --budget-s 200 --data "$DATA" \
   --out "$OUT"
 
 {
   echo; echo "== summary ($(date -u))"
-  "$PY" benchmarks/ceilings.py "$OUT/bench_ceilings.json" "$OUT/bench_loader_ceilings.json"
-  [ -f "$OUT/bench_ceilings_run2.json" ] && "$PY" benchmarks/ceilings.py "$OUT/bench_ceilings_run2.json"
+  "$PY" benchmarks/ceilings.py "$OUT/bench_ceilings.json" "$OUT/bench_ceilings_run2.json" \
+    "$OUT/bench_loader_ceilings.json"
   echo "bench_sm_cost.md:"
   cat "$OUT/bench_sm_cost.md" 2>/dev/null || echo "not written (see $OUT/sm_cost.log)"
-  echo "Results: $OUT (copy bench_ceilings.json, bench_ceilings_run2.json where written,"
+  echo "Results: $OUT (copy bench_ceilings.json, bench_ceilings_run2.json,"
   echo "bench_loader_ceilings.json, bench_sm_cost.json and"
   echo "the .png files into docs/results/, then run python benchmarks/make_performance_page.py)"
 } 2>&1 | tee -a "$LOG"

@@ -352,7 +352,8 @@ def _loader_rows(results: Path) -> list[dict]:
 
 def _read_rows(results: Path) -> list[dict]:
     """The whole-array reads' rows, each with the second round's row (CEILINGS_RUN2: the same
-    reads again, right after, on the same machine) under "rounds" where there is one."""
+    reads again, right after, on the same machine; bench_ceilings.sh writes both) under "rounds"
+    where there is one."""
     rows = _gpu_result(results, CEILINGS)["ceiling_rows"]
     if (results / CEILINGS_RUN2).exists():
         again = {r["name"]: r for r in _gpu_result(results, CEILINGS_RUN2)["ceiling_rows"]}
@@ -388,8 +389,9 @@ def ceilings_values(results: Path) -> Values:
              f"{res['date'][:10]}")
     two = (results / CEILINGS_RUN2).exists()
     if two:
-        setup += " (reads: two rounds, `CEILINGS_ROUNDS=2`, \"first / second\")"
-    if (results / LOADER_CEILINGS).exists():
+        setup += " (reads: two rounds, one after the other, \"first / second\")"
+    has_loader = (results / LOADER_CEILINGS).exists()
+    if has_loader:
         loader = _gpu_result(results, LOADER_CEILINGS)
         # bench_ceilings.sh runs the Loader after the reads, within minutes
         after = datetime.fromisoformat(loader["date"]) - datetime.fromisoformat(res["date"])
@@ -401,8 +403,7 @@ def ceilings_values(results: Path) -> Values:
         "ceil_table": ceilings_table(rows),
         "ceil_serial": _one_after_the_other(reads) if res.get("nvcomp") == "loaded" else ".",
         "ceil_run2_link": f", [second round](results/{CEILINGS_RUN2})" if two else "",
-        "ceil_loader_link": (f", [Loader](results/{LOADER_CEILINGS})"
-                             if (results / LOADER_CEILINGS).exists() else ""),
+        "ceil_loader_link": f", [Loader](results/{LOADER_CEILINGS})" if has_loader else "",
         "ceil_short": ("Every read reaches its target." if not short else
                        f"Below its target (bold){' in a round' if two else ''}: "
                        + "; ".join(short) + "."),

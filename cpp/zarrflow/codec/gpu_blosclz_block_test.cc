@@ -27,6 +27,7 @@ namespace {
 using Bytes = std::vector<std::uint8_t>;
 using codec_test::agreed_result_of_lanes;
 using codec_test::BarrierSync;
+using codec_test::random_bytes;
 
 int decode(const Bytes& src, Bytes& dst) {
   return blosclz_decode_block(src.data(), src.size(), dst.data(), dst.size(), 0, 1);
@@ -116,13 +117,6 @@ Bytes naive(const std::vector<Tok>& toks) {
     for (std::size_t k = 0; k < t.len && t.dist; ++k) out.push_back(out[out.size() - t.dist]);
   }
   return out;
-}
-
-Bytes random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  Bytes v(n);
-  for (auto& b : v) b = static_cast<std::uint8_t>(rng());
-  return v;
 }
 
 // What kinds of tokens a valid stream holds (to show the tests reach every part of the format).

@@ -25,6 +25,7 @@ namespace {
 using Bytes = std::vector<std::uint8_t>;
 using codec_test::agreed_result_of_lanes;
 using codec_test::BarrierSync;
+using codec_test::random_bytes;
 
 int decode(const Bytes& src, Bytes& dst) {
   return lz4_decode_block(src.data(), src.size(), dst.data(), dst.size(), 0, 1);
@@ -173,21 +174,14 @@ Bytes naive(const std::vector<Seq>& seqs) {
   return out;
 }
 
-Bytes lits(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  Bytes v(n);
-  for (auto& b : v) b = static_cast<std::uint8_t>(rng());
-  return v;
-}
-
 TEST(GpuLz4Block, OverlappingMatchesWithSmallOffsets) {
   int cases = 0;
   for (std::size_t offset : {1, 2, 3, 4, 5, 7, 8, 15, 16, 31, 32, 33}) {
     for (std::size_t length : {4, 5, 7, 8, 18, 19, 31, 32, 33, 64, 270, 1000}) {
       for (int nlanes : {1, 4, 32}) {
-        const std::vector<Seq> seqs = {{lits(offset + 3, 7), offset, length},
-                                       {lits(2, 8), offset, length + 1},
-                                       {lits(20, 9), 0, 0}};
+        const std::vector<Seq> seqs = {{random_bytes(offset + 3, 7), offset, length},
+                                       {random_bytes(2, 8), offset, length + 1},
+                                       {random_bytes(20, 9), 0, 0}};
         const Bytes enc = encode(seqs);
         const Bytes want = naive(seqs);
         Bytes out(want.size(), 0xEE);
@@ -210,7 +204,7 @@ TEST(GpuLz4Block, LaneMatchSplitIsOrderIndependent) {
   for (int nlanes : {1, 2, 3, 4, 7, 8, 31, 32}) {
     for (std::size_t dist = 1; dist <= 40; ++dist) {
       for (std::size_t len = 1; len <= 200; len += (len < 40 ? 1 : 13)) {
-        Bytes base = lits(dist + 5, static_cast<unsigned>(dist));
+        Bytes base = random_bytes(dist + 5, static_cast<unsigned>(dist));
         Bytes want = base;
         for (std::size_t k = 0; k < len; ++k) want.push_back(want[want.size() - dist]);
         for (bool reverse : {false, true}) {
@@ -261,7 +255,7 @@ int expect_same_as_liblz4(const Bytes& src, std::size_t dst_size, const std::str
 
 // One check of each kind, each agreeing with liblz4.
 TEST(GpuLz4Block, Errors) {
-  const Bytes tail = lits(40, 3);  // literals after which the end rules do not apply
+  const Bytes tail = random_bytes(40, 3);  // literals after which the end rules do not apply
   auto with_tail = [&](Bytes head) {
     head.insert(head.end(), tail.begin(), tail.end());
     return head;
@@ -312,13 +306,13 @@ TEST(GpuLz4Block, EndOfBlockLimitsMatchLiblz4) {
         for (std::size_t length : {4, 5, 17, 18, 19, 40}) {
           for (std::size_t last : {0, 1, 4, 5, 6, 7, 11, 12, 13}) {
             std::vector<Seq> seqs;
-            if (grow) seqs.push_back({lits(2, 1), 1, grow});
+            if (grow) seqs.push_back({random_bytes(2, 1), 1, grow});
             const std::size_t op = (grow ? 2 + grow : 0) + lit;
             const std::size_t off = offset == kAtStart       ? op
                                     : offset == kBeforeStart ? op + 1
                                                              : offset;
-            seqs.push_back({lits(lit, 2), off, length});
-            seqs.push_back({lits(last, 4), 0, 0});
+            seqs.push_back({random_bytes(lit, 2), off, length});
+            seqs.push_back({random_bytes(last, 4), 0, 0});
             const Bytes enc = encode(seqs);
             const std::size_t natural = op + length + last;
             for (long delta : {-1L, 0L, 1L, 4L, 5L, 12L, 13L, 64L}) {
@@ -360,11 +354,11 @@ TEST(GpuLz4Block, RandomSequencesMatchLiblz4) {
       std::size_t offset = rng() % 4 ? 1 + rng() % std::max<std::size_t>(op, 1) : pick({0, 1, 8});
       if (rng() % 16 == 0) offset = op + 1 + rng() % 4;  // before the start
       const std::size_t length = rng() % 3 ? 4 + rng() % 20 : pick({18, 19, 20, 100, 300});
-      seqs.push_back({lits(lit, static_cast<unsigned>(rng())), offset, length});
+      seqs.push_back({random_bytes(lit, static_cast<unsigned>(rng())), offset, length});
       op += length;
     }
     const std::size_t last = rng() % 3 ? rng() % 14 : rng() % 40;
-    seqs.push_back({lits(last, static_cast<unsigned>(rng())), 0, 0});
+    seqs.push_back({random_bytes(last, static_cast<unsigned>(rng())), 0, 0});
     const Bytes enc = encode(seqs);
     const std::size_t natural = op + last;
     const long delta = rng() % 2 ? 0 : static_cast<long>(rng() % 80) - 16;
