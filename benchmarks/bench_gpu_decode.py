@@ -1,10 +1,13 @@
-"""The GPU decode stage of zarrflow's own LZ4 and blosclz kernels, for comparing two builds.
+"""The GPU decode stage of zarrflow's LZ4 and blosclz kernels and Blosc's un-shuffles, for
+comparing two builds.
 
 One Zarr v2 store per codec, of the same ERA5-like float32 fields (bench_read.make_fields), one
 field (721 x 1440, 4.15 MB) per chunk, written with numcodecs once and reused:
   lz4                    numcodecs LZ4: each chunk one LZ4 block, decoded by one warp
   blosc-lz4-shuffle      Blosc lz4, byte shuffle: many small LZ4 streams per chunk
   blosc-blosclz-shuffle  Blosc blosclz, byte shuffle
+  blosc-lz4-bitshuffle   Blosc lz4, bit shuffle: against blosc-lz4-shuffle, the bit un-shuffle
+  blosc-zstd-bitshuffle  Blosc zstd, bit shuffle (zstd blocks by nvCOMP where it is loaded)
 Each store is read whole with device="cuda", gpu_decode="on" (every chunk decoded on the GPU),
 checked once against the CPU read, then read --runs times. Printed and written to --json per
 codec: the median read GB/s and the median decode-stage GB/s (decoded bytes / the read report's
@@ -30,7 +33,8 @@ import bench_read as br  # noqa: E402
 
 import zarrflow  # noqa: E402
 
-CODECS = ("lz4", "blosc-lz4-shuffle", "blosc-blosclz-shuffle")
+CODECS = ("lz4", "blosc-lz4-shuffle", "blosc-blosclz-shuffle", "blosc-lz4-bitshuffle",
+          "blosc-zstd-bitshuffle")
 
 
 def compressor(codec: str):
@@ -38,8 +42,9 @@ def compressor(codec: str):
 
     if codec == "lz4":
         return numcodecs.LZ4()
-    cname = codec.split("-")[1]
-    return numcodecs.Blosc(cname=cname, clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
+    _, cname, shuffle = codec.split("-")
+    return numcodecs.Blosc(cname=cname, clevel=5, shuffle=numcodecs.Blosc.SHUFFLE
+                           if shuffle == "shuffle" else numcodecs.Blosc.BITSHUFFLE)
 
 
 def write_once(path: Path, codec: str, fields: int, data: dict) -> None:
