@@ -8,6 +8,8 @@ field (721 x 1440, 4.15 MB) per chunk, written with numcodecs once and reused:
   blosc-blosclz-shuffle  Blosc blosclz, byte shuffle
   blosc-lz4-bitshuffle   Blosc lz4, bit shuffle: against blosc-lz4-shuffle, the bit un-shuffle
   blosc-zstd-bitshuffle  Blosc zstd, bit shuffle (zstd blocks by nvCOMP where it is loaded)
+  zstd-3                 numcodecs Zstd(level=3): each chunk one zstd frame, decoded by nvCOMP or
+                         zarrflow's kernels as ZARRFLOW_GPU_ZSTD chooses (run once under each)
 Each store is read whole with device="cuda", gpu_decode="on" (every chunk decoded on the GPU),
 checked once against the CPU read, then read --runs times. Printed and written to --json per
 codec: the median read GB/s and the median decode-stage GB/s (decoded bytes / the read report's
@@ -34,7 +36,7 @@ import bench_read as br  # noqa: E402
 import zarrflow  # noqa: E402
 
 CODECS = ("lz4", "blosc-lz4-shuffle", "blosc-blosclz-shuffle", "blosc-lz4-bitshuffle",
-          "blosc-zstd-bitshuffle")
+          "blosc-zstd-bitshuffle", "zstd-3")
 
 
 def compressor(codec: str):
@@ -42,6 +44,8 @@ def compressor(codec: str):
 
     if codec == "lz4":
         return numcodecs.LZ4()
+    if codec == "zstd-3":
+        return numcodecs.Zstd(level=3)
     _, cname, shuffle = codec.split("-")
     return numcodecs.Blosc(cname=cname, clevel=5, shuffle=numcodecs.Blosc.SHUFFLE
                            if shuffle == "shuffle" else numcodecs.Blosc.BITSHUFFLE)

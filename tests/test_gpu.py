@@ -135,6 +135,26 @@ def test_gpu_decoders_take_every_supported_codec(codec_stores):
 
 
 @needs_gpu_kernels
+@pytest.mark.parametrize("dtype", ["int8", "int16", "float32", "float64", "complex128"])
+@pytest.mark.parametrize("shuffle", ["shuffle", "bitshuffle"])
+def test_gpu_unshuffles_every_element_size(dtype, shuffle, tmp_path):
+    """Blosc's un-shuffles on the GPU for element sizes 1-16: chunks of 2,048 elements (the
+    word-wise un-shuffles: rows aligned), of 1,000 (bit rows of 125 bytes: eight elements a
+    step) and of 875 (not a multiple of 8: bit-shuffle stored the block as it was)."""
+    from zarr.codecs import BloscCodec
+
+    for chunks in [(1, 32, 64), (1, 25, 40), (1, 25, 35)]:
+        path, data = _write(tmp_path, f"{dtype}-{shuffle}-{chunks[2]}",
+                            BloscCodec(cname="lz4", clevel=5, shuffle=shuffle), dtype=dtype,
+                            shape=(3, 64, 128), chunks=chunks)
+        arr = zarrflow.open(path)
+        t = arr.read(device="cuda", gpu_decode="on")
+        assert np.array_equal(host_bytes(t), cpu_bytes(data)), chunks
+        r = arr.last_read_report
+        assert r["cpu_decoded"] == 0 and r["gpu_decoded"] > 0, (chunks, r)
+
+
+@needs_gpu_kernels
 def test_host_decoded_chunks_reach_the_gpu_unchanged(codec_stores):
     """gpu_decode="off": the host threads decode, and each block goes up straight into a dense
     destination (one chunk, a whole-row window) or through device scratch and a scatter (a
