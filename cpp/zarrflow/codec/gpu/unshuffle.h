@@ -112,18 +112,24 @@ ZF_HD inline void bit_unshuffle_words(const std::uint8_t* src, std::uint8_t* dst
   for (std::size_t q = static_cast<std::size_t>(lane); q < quads;
        q += static_cast<std::size_t>(nlanes)) {
     std::uint64_t bytes[TS][4];  // [j][b]: byte j of elements 32q + 8b + 0..7, one a byte
+    ZF_UNROLL
     for (int j = 0; j < TS; ++j) {
       std::uint32_t r[8];  // word q of bit-rows 8j..8j+7
+      ZF_UNROLL
       for (int k = 0; k < 8; ++k) r[k] = load_aligned_word(src + (8 * j + k) * row + 4 * q);
+      ZF_UNROLL
       for (int b = 0; b < 4; ++b) {
         std::uint64_t x = 0;  // byte k: byte b of row 8j + k
+        ZF_UNROLL
         for (int k = 0; k < 8; ++k)
           x |= static_cast<std::uint64_t>((r[k] >> (8 * b)) & 0xFFu) << (8 * k);
         bytes[j][b] = transpose_bits_8x8(x);
       }
     }
+    ZF_UNROLL
     for (int m = 0; m < 8 * TS; ++m) {  // output word m: bytes 4m..4m+3 of the 32 elements
       std::uint32_t w = 0;
+      ZF_UNROLL
       for (int c = 0; c < 4; ++c) {
         const int element = (4 * m + c) / TS, byte = (4 * m + c) % TS;
         w |= static_cast<std::uint32_t>((bytes[byte][element / 8] >> (8 * (element % 8))) & 0xFFu)
