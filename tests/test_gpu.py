@@ -138,9 +138,9 @@ def test_gpu_decoders_take_every_supported_codec(codec_stores):
 @pytest.mark.parametrize("dtype", ["int8", "int16", "float32", "float64", "complex128"])
 @pytest.mark.parametrize("shuffle", ["shuffle", "bitshuffle"])
 def test_gpu_unshuffles_every_element_size(dtype, shuffle, tmp_path):
-    """Blosc's un-shuffles on the GPU for element sizes 1-16: chunks of 2,048 elements (the
-    word-wise un-shuffles: rows aligned), of 1,000 (bit rows of 125 bytes: eight elements a
-    step) and of 875 (not a multiple of 8: bit-shuffle stored the block as it was)."""
+    """Blosc's un-shuffles on the GPU for element sizes 1-16, on chunks of 2,048 elements (byte
+    rows aligned: the byte un-shuffle gathers words for sizes 2, 4 and 8), of 1,000 (bit rows of
+    125 bytes) and of 875 (not a multiple of 8: bit-shuffle stored the block as it was)."""
     from zarr.codecs import BloscCodec
 
     for chunks in [(1, 32, 64), (1, 25, 40), (1, 25, 35)]:

@@ -3,7 +3,6 @@
 // drivers.
 //
 //   ZF_HD            __host__ __device__ under nvcc, nothing for a plain C++ compiler.
-//   ZF_UNROLL        #pragma unroll in device code, for the loop that follows.
 //   ZF_SYNC_LANES()  __syncwarp() in device code (all 32 lanes of the warp must reach it), nothing
 //                    on the host, where a decode runs as lane 0 of 1.
 //   DecodeStatus     the negative codes the decoders return. -1..-4, -10 and -11 (the zstd
@@ -19,14 +18,6 @@
 #define ZF_HD __host__ __device__
 #else
 #define ZF_HD
-#endif
-
-// Unrolls the loop that follows in device code (so that small arrays indexed by its counter stay
-// in registers); nothing in host code, whose compiler does not know the pragma.
-#if defined(__CUDA_ARCH__)
-#define ZF_UNROLL _Pragma("unroll")
-#else
-#define ZF_UNROLL
 #endif
 
 #if defined(__CUDA_ARCH__)

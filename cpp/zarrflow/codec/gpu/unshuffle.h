@@ -99,51 +99,10 @@ ZF_HD inline void byte_unshuffle(const std::uint8_t* src, std::uint8_t* dst, std
   for (o = body + static_cast<std::size_t>(lane); o < blocksize; o += step) dst[o] = src[o];
 }
 
-// Bit un-shuffle of 32 elements of TS bytes a lane: lane-step q reads word q of each of the
-// 8 * TS bit-rows (bytes 4q..4q+3: elements 32q..32q+31), transposes each byte column of eight
-// rows, and writes the 32 elements as 8 * TS aligned words, where the byte-wise gather takes
-// eight loads and eight stores per eight output bytes. Requires src and dst 4-byte aligned and n
-// a multiple of 32 (so every row starts aligned).
-template <int TS>
-ZF_HD inline void bit_unshuffle_words(const std::uint8_t* src, std::uint8_t* dst, std::size_t n,
-                                      int lane, int nlanes) {
-  const std::size_t row = n / 8;  // bytes per bit-row
-  const std::size_t quads = row / 4;
-  for (std::size_t q = static_cast<std::size_t>(lane); q < quads;
-       q += static_cast<std::size_t>(nlanes)) {
-    std::uint64_t bytes[TS][4];  // [j][b]: byte j of elements 32q + 8b + 0..7, one a byte
-    ZF_UNROLL
-    for (int j = 0; j < TS; ++j) {
-      std::uint32_t r[8];  // word q of bit-rows 8j..8j+7
-      ZF_UNROLL
-      for (int k = 0; k < 8; ++k) r[k] = load_aligned_word(src + (8 * j + k) * row + 4 * q);
-      ZF_UNROLL
-      for (int b = 0; b < 4; ++b) {
-        std::uint64_t x = 0;  // byte k: byte b of row 8j + k
-        ZF_UNROLL
-        for (int k = 0; k < 8; ++k)
-          x |= static_cast<std::uint64_t>((r[k] >> (8 * b)) & 0xFFu) << (8 * k);
-        bytes[j][b] = transpose_bits_8x8(x);
-      }
-    }
-    ZF_UNROLL
-    for (int m = 0; m < 8 * TS; ++m) {  // output word m: bytes 4m..4m+3 of the 32 elements
-      std::uint32_t w = 0;
-      ZF_UNROLL
-      for (int c = 0; c < 4; ++c) {
-        const int element = (4 * m + c) / TS, byte = (4 * m + c) % TS;
-        w |= static_cast<std::uint32_t>((bytes[byte][element / 8] >> (8 * (element % 8))) & 0xFFu)
-             << (8 * c);
-      }
-      store_aligned_word(dst + 32 * TS * q + 4 * m, w);
-    }
-  }
-}
-
-// Bit un-shuffle of one block, lane `lane` of `nlanes`: by 32 elements a lane for typesizes 1, 2,
-// 4 and 8 when the rows are aligned (bit_unshuffle_words), else by work items: item
-// w = g * typesize + j gathers byte j of elements 8g..8g+7, one byte from each of rows
-// 8j..8j+7, transposed.
+// Bit un-shuffle of one block, lane `lane` of `nlanes`. Work item w = g * typesize + j gathers
+// byte j of elements 8g..8g+7: one byte from each of rows 8j..8j+7, transposed. Byte loads and
+// stores on purpose: gathering words (32 elements a lane) decoded slower on an H200
+// (docs/design_measurements.md).
 ZF_HD inline void bit_unshuffle(const std::uint8_t* src, std::uint8_t* dst, std::size_t typesize,
                                 std::size_t blocksize, int lane, int nlanes) {
   const std::size_t step = static_cast<std::size_t>(nlanes);
@@ -151,18 +110,6 @@ ZF_HD inline void bit_unshuffle(const std::uint8_t* src, std::uint8_t* dst, std:
   std::size_t o = static_cast<std::size_t>(lane);
   if (typesize == 0 || n % 8 != 0) {  // stored as is
     for (; o < blocksize; o += step) dst[o] = src[o];
-    return;
-  }
-  const bool words =
-      n % 32 == 0 &&
-      ((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) & 3) == 0;
-  if (words && (typesize == 1 || typesize == 2 || typesize == 4 || typesize == 8)) {
-    if (typesize == 1) bit_unshuffle_words<1>(src, dst, n, lane, nlanes);
-    if (typesize == 2) bit_unshuffle_words<2>(src, dst, n, lane, nlanes);
-    if (typesize == 4) bit_unshuffle_words<4>(src, dst, n, lane, nlanes);
-    if (typesize == 8) bit_unshuffle_words<8>(src, dst, n, lane, nlanes);
-    for (o = n * typesize + static_cast<std::size_t>(lane); o < blocksize; o += step)
-      dst[o] = src[o];
     return;
   }
   const std::size_t row = n / 8;  // bytes per bit-row
