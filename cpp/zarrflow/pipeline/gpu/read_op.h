@@ -7,7 +7,8 @@
 //     fetch     stored bytes into pinned staging (or converted while read, or cuFile); as they
 //               arrive, compressed chunks go up to device staging and uncompressed whole chunks
 //               into their destination, on the read's copy lane
-//     prepare   host checks before any GPU decoder sees the bytes; host decoding
+//               (chunks the plan gives the host are decoded by the thread that read them)
+//     prepare   host checks before any GPU decoder sees the bytes; the rest of the host decoding
 //     enqueue   device buffers, job tables, copies up, nvCOMP calls and kernels on the piece's
 //               lane, one event
 //     finish    wait for the event, check the statuses, keep chunks in the caches, decode what
@@ -65,6 +66,11 @@ struct Batch {
   Event uploaded;
   bool staged_uploaded = false;
   std::vector<std::uint8_t> copied_while_read;
+  // The host-decoded blocks (cpu_host, host_out) are laid out when the piece is read, for the
+  // items the plan gives the host (`host_laid_out[k]`), and each is decoded by the thread that
+  // read it (`decoded_while_read[k]`); prepare lays them out again if the host checks changed
+  // which items the host decodes.
+  std::vector<std::uint8_t> host_laid_out, decoded_while_read;
   // Chunks to add to the GPU cache once this piece has completed (and decoded without error).
   std::vector<std::pair<std::size_t, std::shared_ptr<CachedChunk>>> to_cache;
   bool enqueued = false;
@@ -129,6 +135,12 @@ class ReadOp {
   void count_fetched(const Batch& b);
   Status prepare(Batch& b);
   Status check_on_host(Batch& b);
+  // The host checks' and host decoding's threads.
+  ThreadPool* host_pool() const {
+    return opt_.decode_pool != nullptr ? opt_.decode_pool : opt_.pool;
+  }
+  Status lay_out_host_area(Batch& b);
+  Status decode_host_block(Batch& b, Item& it);
   Status decode_on_host_threads(Batch& b);
   Status finish(Batch& b);
   void record_timings(Batch& b);

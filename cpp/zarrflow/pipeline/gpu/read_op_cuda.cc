@@ -54,9 +54,13 @@ Status ReadOp::fetch(Batch& b) {
   std::atomic<std::int64_t> direct_reads{0};
   ThreadPool* io =
       b.items.empty() ? opt_.pool : items_[b.items.front()].arr->store().fetch_pool(opt_.pool);
-  ZF_RETURN_IF_ERROR(parallel_for(io, b.items.size(), [&](std::size_t k) -> Status {
-    Item& it = items_[b.items[k]];
-    ZF_RETURN_IF_ERROR(fetch_item(it, b, cufile, converted_nans, direct_reads));
+  // The chunks the plan gives the host are decoded by the thread that read them, while the rest
+  // of the piece is read (the CPU path's one task a chunk), rather than all after the piece: on
+  // the host's own threads only, not a remote store's I/O threads, which outnumber the cores.
+  ZF_RETURN_IF_ERROR(lay_out_host_area(b));
+  const bool decode_while_read = b.cpu_host.data() != nullptr && io == host_pool();
+  // Item k's copies up once its bytes are read (the staged range ends with slot k).
+  const auto copy_up = [&](std::size_t k, const Item& it) -> Status {
     const std::byte* slot = b.staging.data() + it.staging_offset;
     if (into_place[k] != nullptr && it.mode == Mode::kGpu) {  // not deleted meanwhile
       const EarlyCopy copy{into_place[k], slot, it.stored_size};
@@ -68,6 +72,16 @@ Status ReadOp::fetch(Batch& b) {
     for (const UploadRange& r : uploads.complete(k))
       copies.push_back({b.d_staging.data() + r.begin, b.staging.data() + r.begin, r.size()});
     return copy_while_read(copies, device);
+  };
+  ZF_RETURN_IF_ERROR(parallel_for(io, b.items.size(), [&](std::size_t k) -> Status {
+    Item& it = items_[b.items[k]];
+    ZF_RETURN_IF_ERROR(fetch_item(it, b, cufile, converted_nans, direct_reads));
+    ZF_RETURN_IF_ERROR(copy_up(k, it));
+    if (decode_while_read && it.mode == Mode::kCpu && it.dup_of < 0) {
+      ZF_RETURN_IF_ERROR(decode_host_block(b, it));
+      b.decoded_while_read[k] = 1;
+    }
+    return {};
   }));
   if (uploads.total() > 0 || any_into_place) {
     ZF_ASSIGN_OR_RETURN(b.uploaded, Event::create());
@@ -127,7 +141,8 @@ Status ReadOp::fetch_item(Item& it, Batch& b, const CuFile* cufile,
                           std::atomic<std::uint64_t>& converted_nans,
                           std::atomic<std::int64_t>& direct_reads) {
   if (it.mode == Mode::kFill || it.dup_of >= 0 || it.cached) return {};
-  if (it.host_tf) return read_converted(it, converted_block(b, it), converted_nans);
+  if (it.host_tf && it.mode == Mode::kGpu)
+    return read_converted(it, converted_block(b, it), converted_nans);
   std::byte* slot = b.staging.data() + it.staging_offset;
   if (it.host_cached) {
     std::memcpy(slot, it.host_cached->bytes.data(), it.stored_size);
@@ -158,16 +173,12 @@ Status ReadOp::prepare(Batch& b) {
     const Item& it = items_[idx];
     if (it.mode == Mode::kCpu && !it.cpu_reason.empty()) note(it.cpu_reason);
   }
-  const HostBlockLayout total = lay_out_host_blocks(items_, b.items);
-  if (total.decoded > 0) {
-    ZF_ASSIGN_OR_RETURN(b.cpu_host, named(pinned_.acquire(total.decoded_unshared),
-                                          "pinned host-decoded blocks", b));
-    if (total.converted > 0) {
-      ZF_ASSIGN_OR_RETURN(b.host_out, named(pinned_.acquire(total.converted_unshared),
-                                            "pinned host-decoded blocks, converted", b));
-    }
-    ZF_RETURN_IF_ERROR(decode_on_host_threads(b));
-  }
+  bool same_host_items = true;
+  for (std::size_t k = 0; k < b.items.size(); ++k)
+    same_host_items &= (items_[b.items[k]].mode == Mode::kCpu) == (b.host_laid_out[k] != 0);
+  // The checks moved items to or from the host: every host block is laid out and decoded anew.
+  if (!same_host_items) ZF_RETURN_IF_ERROR(lay_out_host_area(b));
+  if (b.cpu_host.data() != nullptr) ZF_RETURN_IF_ERROR(decode_on_host_threads(b));
   for (std::size_t idx : b.items)
     report_.host_transformed += items_[idx].host_tf && !items_[idx].reuses_block;
   return {};
@@ -177,8 +188,7 @@ Status ReadOp::prepare(Batch& b) {
 // occurrence. Under gpu_decode=on, an item the GPU cannot decode fails the read.
 Status ReadOp::check_on_host(Batch& b) {
   const std::byte* staged = b.staging.data();
-  ThreadPool* work = opt_.decode_pool != nullptr ? opt_.decode_pool : opt_.pool;
-  ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
+  ZF_RETURN_IF_ERROR(parallel_for(host_pool(), b.items.size(), [&](std::size_t k) -> Status {
     Item& it = items_[b.items[k]];
     if (it.mode != Mode::kGpu || it.direct || it.dup_of >= 0 || it.cached || it.host_cached ||
         it.host_tf)
@@ -203,21 +213,53 @@ Status ReadOp::check_on_host(Batch& b) {
   return {};
 }
 
-// The host threads decode the piece's kCpu items into pinned memory (and convert those with
-// Item::host_tf at once, the block still in the core's caches).
-Status ReadOp::decode_on_host_threads(Batch& b) {
-  const std::byte* staged = b.staging.data();
-  std::byte* cpu = b.cpu_host.data();
-  ThreadPool* work = opt_.decode_pool != nullptr ? opt_.decode_pool : opt_.pool;
-  ZF_RETURN_IF_ERROR(parallel_for(work, b.items.size(), [&](std::size_t k) -> Status {
+// The pinned blocks of the piece's host-decoded (kCpu) items (lay_out_host_blocks). Laid out
+// again (prepare), an item that has left the host since (to the GPU, following its first
+// occurrence; or the fill value) drops the host transform the layout gave it, as the host
+// decodes it no longer.
+Status ReadOp::lay_out_host_area(Batch& b) {
+  const std::vector<std::uint8_t> before = std::move(b.host_laid_out);
+  b.host_laid_out.assign(b.items.size(), 0);
+  b.decoded_while_read.assign(b.items.size(), 0);
+  for (std::size_t k = 0; k < b.items.size(); ++k) {
     Item& it = items_[b.items[k]];
-    if (it.mode != Mode::kCpu || it.reuses_block) return {};
-    ZF_RETURN_IF_ERROR(decode_on_host(
-        it, staged, ByteSpan(cpu + it.cpu_offset, cpu_block_bytes(it)), opt_.buffers));
-    if (it.host_tf)
-      it.host_tf_nans =
-          normalize_cast(cpu + it.cpu_offset, converted_block(b, it), block_elements(it), *it.tf);
-    return {};
+    if (it.mode == Mode::kCpu) {
+      b.host_laid_out[k] = 1;
+    } else if (!before.empty() && before[k] != 0) {
+      it.host_tf = false;
+      it.reuses_block = false;
+    }
+  }
+  b.cpu_host = {};
+  b.host_out = {};
+  const HostBlockLayout total = lay_out_host_blocks(items_, b.items);
+  if (total.decoded == 0) return {};
+  ZF_ASSIGN_OR_RETURN(
+      b.cpu_host, named(pinned_.acquire(total.decoded_unshared), "pinned host-decoded blocks", b));
+  if (total.converted > 0) {
+    ZF_ASSIGN_OR_RETURN(b.host_out, named(pinned_.acquire(total.converted_unshared),
+                                          "pinned host-decoded blocks, converted", b));
+  }
+  return {};
+}
+
+// One kCpu item decoded into its pinned block (and converted at once when it has
+// Item::host_tf, the block still in the core's caches).
+Status ReadOp::decode_host_block(Batch& b, Item& it) {
+  std::byte* block = b.cpu_host.data() + it.cpu_offset;
+  ZF_RETURN_IF_ERROR(
+      decode_on_host(it, b.staging.data(), ByteSpan(block, cpu_block_bytes(it)), opt_.buffers));
+  if (it.host_tf)
+    it.host_tf_nans = normalize_cast(block, converted_block(b, it), block_elements(it), *it.tf);
+  return {};
+}
+
+// The host threads decode the piece's kCpu items not decoded while read.
+Status ReadOp::decode_on_host_threads(Batch& b) {
+  ZF_RETURN_IF_ERROR(parallel_for(host_pool(), b.items.size(), [&](std::size_t k) -> Status {
+    Item& it = items_[b.items[k]];
+    if (it.mode != Mode::kCpu || it.reuses_block || b.decoded_while_read[k]) return {};
+    return decode_host_block(b, it);
   }));
   // NaNs are counted per element written into a destination, as on the CPU path and in the
   // scatter kernel: a block copied up twice writes its NaNs twice.
