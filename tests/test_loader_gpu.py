@@ -445,7 +445,7 @@ def test_host_blocks_decoded_while_read_and_after_the_checks(tmp_path, monkeypat
     # read them; numcodecs LZ4 chunks over 1 MiB go to the host only at the host checks, after
     # the reading. Three variables, so that the share alternates within each: every piece has
     # LZ4 chunks of both kinds, and its host blocks are laid out and decoded again after the
-    # checks. Same bits, NaNs and counts as the CPU loader, normalised and cast or not.
+    # checks. Same bits as the CPU loader, normalised and cast (and as many NaNs) or not.
     from zarrflow import _gpu
 
     zarr = pytest.importorskip("zarr")
@@ -473,8 +473,10 @@ def test_host_blocks_decoded_while_read_and_after_the_checks(tmp_path, monkeypat
         with pytest.warns(RuntimeWarning, match="numcodecs LZ4 chunks over 1 MiB"):
             assert_same_bits(cpu, gpu, dtype, view)
         st = gpu.stats()
-        assert st["nans"] == cpu.stats()["nans"] > 0
+        if extra:  # NaNs are counted where elements are transformed
+            assert st["nans"] == cpu.stats()["nans"] > 0
         assert st["cpu_decoded"] > st["gpu_decoded"] > 0, st
+        gpu.close()
 
 
 def test_out_of_memory_names_the_loaders_memory(store, monkeypatch):
