@@ -12,6 +12,12 @@ The node's ceiling for its loaders together is the smaller aggregate, in stored 
 store's compression ratio in decoded GB/s): loaders on N GPUs together cannot pass it, whatever
 one GPU alone reaches. Each
 rank's threads are zarrflow's default pool for it (``zarrflow.thread_info``: count and CPUs).
+These stages are Python threads and one copy; with --read-array, also
+
+  read     zarrflow itself reads the rank's share of an array (a block of its first axis) into
+           GPU memory, every rank at once: its C++ threads, pinned staging and copies up, as the
+           Loader reads. For an uncompressed array that is the node's end-to-end ceiling of
+           uncompressed loaders, which the two stages above may understate.
 
     torchrun --standalone --nproc-per-node 4 benchmarks/bench_node_ceiling.py --store S --out O
     python benchmarks/bench_node_ceiling.py --store S --out O        # one GPU, for comparison
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -50,6 +57,30 @@ def together(world: int, fn) -> tuple[float, float]:
     return t, t
 
 
+def read_rate(path: Path, world: int, rank: int, runs: int) -> dict:
+    """zarrflow reading this rank's block of the array's first axis into GPU memory, at the same
+    moment as the other ranks: decoded and stored bytes, and (this rank's, the slowest rank's)
+    seconds of each of ``runs`` timed reads after an untimed one."""
+    arr = zarrflow.open_array(str(path))
+    lo, hi = arr.shape[0] * rank // world, arr.shape[0] * (rank + 1) // world
+    region = (slice(lo, hi),) + tuple(slice(0, n) for n in arr.shape[1:])
+
+    def once() -> float:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        got = arr.read(region, device="cuda")
+        torch.cuda.synchronize()
+        took = time.perf_counter() - t0
+        del got
+        return took
+
+    once()  # untimed: pools and page cache
+    times = [together(world, once) for _ in range(runs)]
+    decoded = (hi - lo) * math.prod(arr.shape[1:]) * arr.dtype.itemsize
+    return {"decoded": decoded, "stored": int(arr.last_read_report["stored_bytes"]),
+            "times": times}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--store", type=Path, required=True)
@@ -57,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="timed passes of each stage (median)")
     ap.add_argument("--buffer-gb", type=float, default=1.0, help="pinned staging buffer per rank")
     ap.add_argument("--h2d-gb", type=float, default=1.0, help="bytes of each H2D copy")
+    ap.add_argument("--read-array", type=Path,
+                    help="also time zarrflow reading this array's first axis, split by rank, "
+                         "into GPU memory (every rank at once)")
     args = ap.parse_args(argv)
     world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
@@ -89,12 +123,17 @@ def main(argv: list[str] | None = None) -> int:
     copy()  # untimed
     h2d = [together(world, copy) for _ in range(args.runs)]
 
+    read = read_rate(args.read_array, world, rank, args.runs) if args.read_array else None
+
     total_stored = torch.tensor([stored], dtype=torch.float64)
     if world > 1:
         dist.all_reduce(total_stored)
     mine = {"rank": rank, "threads": threads, "cpus": info["cpus"], "stored_bytes": stored,
             "staging_GBps": stored / 1e9 / statistics.median(t for t, _ in staging),
             "h2d_GBps": n / 1e9 / statistics.median(t for t, _ in h2d)}
+    if read:
+        mine.update({"read_GBps": read["decoded"] / 1e9 / statistics.median(t for t, _ in read["times"]),
+                     "read_decoded_bytes": read["decoded"], "read_stored_bytes": read["stored"]})
     ranks = [None] * world
     if world > 1:
         dist.all_gather_object(ranks, mine)
@@ -108,6 +147,14 @@ def main(argv: list[str] | None = None) -> int:
                "staging_GBps": float(total_stored) / 1e9 / statistics.median(s for _, s in staging),
                "h2d_GBps": world * n / 1e9 / statistics.median(s for _, s in h2d),
                "ranks": ranks}
+        if read:  # every rank's bytes over the slowest rank's time, as above
+            slowest = statistics.median(s for _, s in read["times"])
+            res["read_array"] = str(args.read_array)
+            res["read_GBps"] = sum(r["read_decoded_bytes"] for r in ranks) / 1e9 / slowest
+            res["read_stored_GBps"] = sum(r["read_stored_bytes"] for r in ranks) / 1e9 / slowest
+            print(f"{world} GPU(s): zarrflow reads {res['read_GBps']:.1f} GB/s decoded "
+                  f"({res['read_stored_GBps']:.1f} stored) together; per rank "
+                  + ", ".join(f"{r['read_GBps']:.1f}" for r in ranks), flush=True)
         print(f"{world} GPU(s): staging {res['staging_GBps']:.1f} GB/s stored, H2D "
               f"{res['h2d_GBps']:.1f} GB/s, together; per rank: "
               + "; ".join(f"{r['staging_GBps']:.1f} / {r['h2d_GBps']:.1f} ({r['threads']} "
