@@ -443,9 +443,9 @@ def test_uncompressed_planes_are_converted_as_they_are_read(tmp_path):
 def test_host_blocks_decoded_while_read_and_after_the_checks(tmp_path, monkeypatch):
     # Chunks the plan gives the host threads (host_decode_share) are decoded by the thread that
     # read them; numcodecs LZ4 chunks over 1 MiB go to the host only at the host checks, after
-    # the reading. Three variables, so that the share alternates within each: every piece has
-    # LZ4 chunks of both kinds, and its host blocks are laid out and decoded again after the
-    # checks. Same bits as the CPU loader, normalised and cast (and as many NaNs) or not.
+    # the reading. Three variables, so that the share alternates within each: the batches' reads
+    # have LZ4 chunks of both kinds, and their host blocks are laid out and decoded again after
+    # the checks. Same bits as the CPU loader, normalised and cast (and as many NaNs) or not.
     from zarrflow import _gpu
 
     zarr = pytest.importorskip("zarr")
