@@ -1,5 +1,5 @@
-"""The GPU decode stage of zarrflow's LZ4 and blosclz kernels and Blosc's un-shuffles, for
-comparing two builds.
+"""The GPU decode stage of LZ4, blosclz, Blosc's un-shuffles and zstd, for comparing two builds
+(or, for zstd, the two decoders).
 
 One Zarr v2 store per codec, of the same ERA5-like float32 fields (bench_read.make_fields), one
 field (721 x 1440, 4.15 MB) per chunk, written with numcodecs once and reused:

@@ -325,9 +325,14 @@ def _of_ceiling(row: dict) -> str:
     return (of if row["meets_target"] else f"**{of}**") + f" ({row['binding']})"
 
 
+def _each_round(row: dict) -> list[dict]:
+    """The row and, where the read ran a second round, that round's row."""
+    return [row] + row.get("rounds", [])
+
+
 def _rounds(row: dict, cell: Callable[[dict], str]) -> str:
-    """A cell of the row and, where the read ran a second round, of that round: "a / b"."""
-    return " / ".join(cell(r) for r in [row] + row.get("rounds", []))
+    """A cell of each round of the row: "a / b"."""
+    return " / ".join(cell(r) for r in _each_round(row))
 
 
 def ceilings_table(rows: Sequence[dict]) -> str:
@@ -382,8 +387,7 @@ def ceilings_values(results: Path) -> Values:
     res = _gpu_result(results, CEILINGS)
     reads = _read_rows(results)
     rows = reads + _loader_rows(results)
-    short = [r["name"] for r in rows
-             if any(x["meets_target"] is False for x in [r] + r.get("rounds", []))]
+    short = [r["name"] for r in rows if any(x["meets_target"] is False for x in _each_round(r))]
     setup = (f"{res['gpu']}, {res['cores_visible']} CPUs, {res['threads']} threads, "
              f"{res['decoded_bytes'] / 1e9:.2f} GB per store, median of {res['runs_warm']}, "
              f"{res['date'][:10]}")
